@@ -1,0 +1,155 @@
+package rmq
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rmq-go/rmq/internal/rdb"
+)
+
+// Stats are the message counts of a topic.
+type Stats struct {
+	Topic string
+	// Store counts pending messages: waiting to be due or popped, including
+	// Retry ones waiting out a retry backoff.
+	Store int64
+	// Retry counts pending messages waiting out a retry backoff.
+	Retry int64
+	// Prepare counts messages handed to a consumer and not yet settled.
+	Prepare int64
+	// Dead counts messages whose retries ran out.
+	Dead int64
+	// Slots has the same counts per slot, indexed by slot.
+	Slots []SlotStats
+}
+
+// SlotStats are the message counts of one slot.
+type SlotStats struct {
+	Slot                        int
+	Store, Retry, Prepare, Dead int64
+}
+
+// Stats returns the message counts of topic, read in one pipeline.
+func (c *Client) Stats(ctx context.Context, topic string) (Stats, error) {
+	t, counts, err := c.counts(ctx, topic)
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{Topic: t.Name, Slots: make([]SlotStats, len(counts))}
+	for i, n := range counts {
+		ss := SlotStats{Slot: i, Store: n.Store + n.Retry, Retry: n.Retry, Prepare: n.Prepare, Dead: n.Dead}
+		st.Slots[i] = ss
+		st.Store += ss.Store
+		st.Retry += ss.Retry
+		st.Prepare += ss.Prepare
+		st.Dead += ss.Dead
+	}
+	return st, nil
+}
+
+func (c *Client) counts(ctx context.Context, topic string) (*topicInfo, []rdb.SlotCounts, error) {
+	t, err := c.lookupTopic(ctx, topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	counts, err := c.broker.Counts(ctx, t.slots)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rmq: stats of topic %q: %w", topic, err)
+	}
+	return t, counts, nil
+}
+
+// DeadMessage is a message whose retries ran out.
+type DeadMessage struct {
+	Topic   string
+	Slot    int
+	Content []byte
+	Died    time.Time
+}
+
+// DeadMessages returns up to limit dead messages of topic (limit ≤ 0: all),
+// slot by slot, oldest death first within a slot.
+func (c *Client) DeadMessages(ctx context.Context, topic string, limit int) ([]DeadMessage, error) {
+	t, counts, err := c.counts(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	var out []DeadMessage
+	for slot, n := range counts {
+		if n.Dead == 0 {
+			continue
+		}
+		want := n.Dead
+		if limit > 0 {
+			want = min(want, int64(limit-len(out)))
+		}
+		entries, err := c.broker.Dead(ctx, t.slots[slot], want)
+		if err != nil {
+			return nil, fmt.Errorf("rmq: dead messages of topic %q slot %d: %w", topic, slot, err)
+		}
+		for _, e := range entries {
+			out = append(out, DeadMessage{Topic: t.Name, Slot: slot, Content: e.Member, Died: time.UnixMilli(e.DiedMs)})
+		}
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// RequeueDead moves dead messages of topic back to pending with fresh retries
+// (all of them, or only the given contents) and returns how many moved. They
+// are due at once; on a Priority topic they rank below every fresh priority.
+func (c *Client) RequeueDead(ctx context.Context, topic string, contents ...[]byte) (int64, error) {
+	t, counts, err := c.counts(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	var moved int64
+	var woken []*sendReq
+	for slot, n := range counts {
+		for left := n.Dead; left > 0; {
+			k, err := c.broker.Requeue(ctx, t.slots[slot], 1000, contents)
+			if err != nil {
+				return moved, fmt.Errorf("rmq: requeue dead of topic %q slot %d: %w", topic, slot, err)
+			}
+			moved += k
+			if k > 0 {
+				woken = append(woken, &sendReq{topic: t, slot: slot})
+			}
+			if k == 0 || len(contents) > 0 {
+				break
+			}
+			left -= k
+		}
+	}
+	if len(woken) > 0 {
+		for _, p := range wakePublications(woken) {
+			if err := c.broker.Publish(ctx, p.Channel, p.Payload); err != nil {
+				c.cfg.logger.Warn("rmq: wake-up publish failed", "err", err)
+			}
+		}
+	}
+	return moved, nil
+}
+
+// PurgeDead deletes every dead message of topic and returns how many.
+func (c *Client) PurgeDead(ctx context.Context, topic string) (int64, error) {
+	t, counts, err := c.counts(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	var purged int64
+	for slot, n := range counts {
+		if n.Dead == 0 {
+			continue
+		}
+		k, err := c.broker.Purge(ctx, t.slots[slot])
+		if err != nil {
+			return purged, fmt.Errorf("rmq: purge dead of topic %q slot %d: %w", topic, slot, err)
+		}
+		purged += k
+	}
+	return purged, nil
+}

@@ -1,0 +1,93 @@
+package rmq
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// MessageListener handles messages of a subscribed topic.
+type MessageListener interface {
+	// OnMessage handles m. Returning nil commits it; returning an error (or
+	// panicking) rolls it back for a retry, or to the dead set when no retries
+	// are left. ctx is cancelled when the client stops hard or the slot is
+	// lost; see Owned.
+	OnMessage(ctx context.Context, m *Message) error
+}
+
+// ListenerFunc adapts a function to MessageListener.
+type ListenerFunc func(ctx context.Context, m *Message) error
+
+// OnMessage calls f.
+func (f ListenerFunc) OnMessage(ctx context.Context, m *Message) error { return f(ctx, m) }
+
+// SubscribeOption configures one subscription.
+type SubscribeOption func(*subConfig)
+
+type subConfig struct {
+	threads int
+	errs    []error
+}
+
+// WithThreads sets how many goroutines of this process consume the topic.
+// Each slot is consumed by one thread at a time and each thread handles one
+// message at a time, so threads bound the topic's concurrency here. Default
+// 1; at most MaxSlotAmount.
+func WithThreads(n int) SubscribeOption {
+	return func(c *subConfig) {
+		if n < 1 || n > MaxSlotAmount {
+			c.errs = append(c.errs, fmt.Errorf("%w: threads %d outside 1..%d", ErrInvalidOption, n, MaxSlotAmount))
+			return
+		}
+		c.threads = n
+	}
+}
+
+// subscription is one subscribed topic of a client.
+type subscription struct {
+	c        *Client
+	topic    *topicInfo
+	listener MessageListener
+	threads  []*thread
+	holders  []atomic.Pointer[thread] // per slot: the thread holding it, if any
+	stats    listenStats
+}
+
+// Subscribe registers listener for topic; consumption begins at Start. The
+// topic must be defined (ErrUnknownTopic otherwise). Subscribe must come
+// before Start, once per topic.
+func (c *Client) Subscribe(topic string, listener MessageListener, opts ...SubscribeOption) error {
+	if listener == nil {
+		return fmt.Errorf("%w for topic %q", ErrNilListener, topic)
+	}
+	sc := subConfig{threads: 1}
+	for _, o := range opts {
+		o(&sc)
+	}
+	if len(sc.errs) > 0 {
+		return fmt.Errorf("subscribe %q: %w", topic, sc.errs[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t, err := c.lookupTopic(ctx, topic)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.state == stateClosed:
+		return ErrClosed
+	case c.state != stateNew:
+		return fmt.Errorf("%w: subscribe %q", ErrStarted, topic)
+	case c.subs[topic] != nil:
+		return fmt.Errorf("%w: %q", ErrAlreadySubscribed, topic)
+	}
+	s := &subscription{c: c, topic: t, listener: listener, holders: make([]atomic.Pointer[thread], t.SlotAmount)}
+	for i := range sc.threads {
+		s.threads = append(s.threads, newThread(s, i))
+	}
+	c.subs[topic] = s
+	return nil
+}

@@ -1,0 +1,49 @@
+package rmq
+
+import "errors"
+
+// Sentinel errors. Every error returned for bad input wraps one of these, with
+// the topic (and slot where it applies) in the message; test with errors.Is.
+var (
+	// ErrInvalidTopic: a topic name that is empty, too long, or uses characters
+	// outside [A-Za-z0-9._-] (braces would break the Redis Cluster hash tag).
+	ErrInvalidTopic = errors.New("rmq: invalid topic name")
+	// ErrInvalidNamespace: a namespace that breaks the same rules as a topic name.
+	ErrInvalidNamespace = errors.New("rmq: invalid namespace")
+	// ErrSlotAmount: a slot amount that is not a power of two in [1, MaxSlotAmount].
+	ErrSlotAmount = errors.New("rmq: slot amount must be a power of two")
+	// ErrInvalidTopicType: a TopicType outside RangeMerge, Priority, FixedTime.
+	ErrInvalidTopicType = errors.New("rmq: invalid topic type")
+	// ErrTopicConflict: a topic is defined again with another slot amount or type.
+	ErrTopicConflict = errors.New("rmq: topic already defined differently")
+	// ErrUnknownTopic: a send, subscribe or admin call names a topic that was
+	// never defined in this namespace.
+	ErrUnknownTopic = errors.New("rmq: unknown topic")
+	// ErrTopicTypeMismatch: a message type that does not match its topic's type
+	// (for example a PriorityMessage sent to a FixedTime topic).
+	ErrTopicTypeMismatch = errors.New("rmq: message type does not match topic type")
+	// ErrInvalidPriority: a priority of 16 or less, or above MaxPriority.
+	ErrInvalidPriority = errors.New("rmq: priority must be greater than 16")
+	// ErrInvalidTime: a FixedTime not in the future, or a TimeRange that is not
+	// positive or is too large.
+	ErrInvalidTime = errors.New("rmq: invalid time")
+	// ErrEmptyContent: a message without content.
+	ErrEmptyContent = errors.New("rmq: empty message content")
+	// ErrContentTooLarge: content longer than the configured maximum.
+	ErrContentTooLarge = errors.New("rmq: message content too large")
+	// ErrInvalidMessage: a nil message or an OutgoingMessage of an unknown kind.
+	ErrInvalidMessage = errors.New("rmq: invalid message")
+	// ErrInvalidOption: an option with a value out of range.
+	ErrInvalidOption = errors.New("rmq: invalid option")
+	// ErrNilListener: Subscribe was given a nil listener.
+	ErrNilListener = errors.New("rmq: nil listener")
+	// ErrAlreadySubscribed: Subscribe was called twice for one topic.
+	ErrAlreadySubscribed = errors.New("rmq: topic already subscribed")
+	// ErrStarted: Subscribe or Start was called after Start.
+	ErrStarted = errors.New("rmq: client already started")
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("rmq: client closed")
+	// ErrNotOwner: returned by a listener (or seen in logs) when this worker may
+	// no longer own the message's slot; see Owned.
+	ErrNotOwner = errors.New("rmq: slot no longer owned by this worker")
+)

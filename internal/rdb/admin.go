@@ -1,0 +1,81 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rmq-go/rmq/lua"
+)
+
+// Cancel implements Broker.
+func (b *redisBroker) Cancel(ctx context.Context, keys SlotKeys, member []byte) (bool, error) {
+	n, err := lua.Cancel.Run(ctx, b.rdb, []string{keys.Store, keys.Retry}, member).Int64()
+	return n > 0, err
+}
+
+// Counts implements Broker.
+func (b *redisBroker) Counts(ctx context.Context, slots []SlotKeys) ([]SlotCounts, error) {
+	pipe := b.rdb.Pipeline()
+	cmds := make([][4]*redis.IntCmd, len(slots))
+	for i, k := range slots {
+		cmds[i] = [4]*redis.IntCmd{pipe.ZCard(ctx, k.Store), pipe.ZCard(ctx, k.Retry), pipe.ZCard(ctx, k.Prepare), pipe.ZCard(ctx, k.Dead)}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]SlotCounts, len(slots))
+	for i, c := range cmds {
+		out[i] = SlotCounts{Store: c[0].Val(), Retry: c[1].Val(), Prepare: c[2].Val(), Dead: c[3].Val()}
+	}
+	return out, nil
+}
+
+// Dead implements Broker.
+func (b *redisBroker) Dead(ctx context.Context, keys SlotKeys, limit int64) ([]DeadEntry, error) {
+	zs, err := b.rdb.ZRangeWithScores(ctx, keys.Dead, 0, limit-1).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadEntry, len(zs))
+	for i, z := range zs {
+		m, _ := z.Member.(string)
+		out[i] = DeadEntry{Member: []byte(m), DiedMs: int64(z.Score)}
+	}
+	return out, nil
+}
+
+// Requeue implements Broker.
+func (b *redisBroker) Requeue(ctx context.Context, keys SlotKeys, limit int, members [][]byte) (int64, error) {
+	args := make([]any, 0, 1+len(members))
+	args = append(args, limit)
+	for _, m := range members {
+		args = append(args, m)
+	}
+	return lua.Requeue.Run(ctx, b.rdb, []string{keys.Dead, keys.Store}, args...).Int64()
+}
+
+// Purge implements Broker.
+func (b *redisBroker) Purge(ctx context.Context, keys SlotKeys) (int64, error) {
+	return b.rdb.ZRemRangeByRank(ctx, keys.Dead, 0, -1).Result()
+}
+
+// Owners implements Broker.
+func (b *redisBroker) Owners(ctx context.Context, slots []SlotKeys) ([]int64, error) {
+	pipe := b.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(slots))
+	for i, k := range slots {
+		cmds[i] = pipe.Get(ctx, k.Owner)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]int64, len(slots))
+	for i, c := range cmds {
+		if v, err := c.Result(); err == nil {
+			out[i], _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return out, nil
+}

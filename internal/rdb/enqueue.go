@@ -1,0 +1,98 @@
+package rdb
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// zaddGroup is one ZADD of several members to one key.
+type zaddGroup struct {
+	key     string
+	nx      bool
+	members []redis.Z
+	entries []int // indexes into the entries passed to Enqueue
+}
+
+// Enqueue implements Broker. Entries for one key become one multi-member ZADD
+// (order kept, so within one ZADD a later duplicate wins for plain ZADD and the
+// first wins for NX, exactly as separate commands would). On a single node the
+// publications ride in the same pipeline, after the ZADDs on one connection;
+// on a cluster they are sent after the pipeline returns, since the pipeline's
+// commands go to several nodes in no fixed order.
+func (b *redisBroker) Enqueue(ctx context.Context, entries []Entry, pubs []Publication) ([]error, error) {
+	groups := groupEntries(entries)
+	pipe := b.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(groups))
+	for i, g := range groups {
+		if g.nx {
+			cmds[i] = pipe.ZAddNX(ctx, g.key, g.members...)
+		} else {
+			cmds[i] = pipe.ZAdd(ctx, g.key, g.members...)
+		}
+	}
+	var pubCmds []*redis.IntCmd
+	if !b.cluster {
+		for _, p := range pubs {
+			pubCmds = append(pubCmds, pipe.Publish(ctx, p.Channel, p.Payload))
+		}
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+
+	var errs []error
+	stored := false
+	for i, g := range groups {
+		err := cmds[i].Err()
+		if err == nil {
+			stored = true
+			continue
+		}
+		if errs == nil {
+			errs = make([]error, len(entries))
+		}
+		for _, e := range g.entries {
+			errs[e] = err
+		}
+	}
+	var pubErr error
+	for _, c := range pubCmds {
+		if err := c.Err(); err != nil && pubErr == nil {
+			pubErr = err
+		}
+	}
+	if b.cluster && stored {
+		for _, p := range pubs {
+			if err := b.rdb.Publish(ctx, p.Channel, p.Payload).Err(); err != nil && pubErr == nil {
+				pubErr = err
+			}
+		}
+	}
+	return errs, pubErr
+}
+
+// groupEntries gathers entries per key, in order of first appearance.
+func groupEntries(entries []Entry) []*zaddGroup {
+	groups := make([]*zaddGroup, 0, 4)
+	byKey := make(map[string]*zaddGroup, 4)
+	for i, e := range entries {
+		g := byKey[e.Key]
+		if g == nil || g.nx != e.NX {
+			g = &zaddGroup{key: e.Key, nx: e.NX}
+			byKey[e.Key] = g
+			groups = append(groups, g)
+		}
+		g.members = append(g.members, redis.Z{Score: e.Score, Member: e.Member})
+		g.entries = append(g.entries, i)
+	}
+	return groups
+}
+
+// Publish implements Broker.
+func (b *redisBroker) Publish(ctx context.Context, channel, payload string) error {
+	return b.rdb.Publish(ctx, channel, payload).Err()
+}
+
+// Subscribe implements Broker.
+func (b *redisBroker) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
+	return b.rdb.Subscribe(ctx, channels...)
+}

@@ -1,0 +1,39 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SaveTopic implements Broker with HSETNX, so the first definition wins and
+// concurrent definers all read the same one back.
+func (b *redisBroker) SaveTopic(ctx context.Context, name, def string) (string, error) {
+	key := b.keys.Topics()
+	added, err := b.rdb.HSetNX(ctx, key, name, def).Result()
+	if err != nil {
+		return "", err
+	}
+	if added {
+		return def, nil
+	}
+	return b.rdb.HGet(ctx, key, name).Result()
+}
+
+// LoadTopic implements Broker.
+func (b *redisBroker) LoadTopic(ctx context.Context, name string) (string, bool, error) {
+	def, err := b.rdb.HGet(ctx, b.keys.Topics(), name).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return def, true, nil
+}
+
+// LoadTopics implements Broker.
+func (b *redisBroker) LoadTopics(ctx context.Context) (map[string]string, error) {
+	return b.rdb.HGetAll(ctx, b.keys.Topics()).Result()
+}

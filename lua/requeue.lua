@@ -1,0 +1,24 @@
+-- requeue.lua: move dead messages of one slot back to store with fresh retries.
+--
+-- KEYS[1] dead     zset   member = content; score = time of death in ms
+-- KEYS[2] store    zset   pending messages
+-- ARGV[1] limit    the most messages to move in this call
+-- ARGV[2..] optional contents to requeue; when given, only those move
+--
+-- Returns the number of messages taken out of dead. A content already pending
+-- in store keeps its entry there (the two merge); otherwise it is stored with
+-- score 16, which reads "due now, 16 retries left" for every topic type.
+local members
+if #ARGV > 1 then
+  members = {}
+  for k = 2, #ARGV do
+    if redis.call('ZSCORE', KEYS[1], ARGV[k]) then members[#members + 1] = ARGV[k] end
+  end
+else
+  members = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+end
+for _, m in ipairs(members) do
+  redis.call('ZREM', KEYS[1], m)
+  redis.call('ZADD', KEYS[2], 'NX', 16, m)
+end
+return #members

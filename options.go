@@ -1,0 +1,144 @@
+package rmq
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/rmq-go/rmq/coordinator"
+)
+
+// Option configures a Client; see New.
+type Option func(*config)
+
+// config is the validated configuration of a Client.
+type config struct {
+	namespace      string
+	consumeTimeout time.Duration
+	backoff        BackoffFunc
+	logger         *slog.Logger
+	coordinator    coordinator.Coordinator
+	batchSize      int
+	idlePoll       time.Duration
+	maxContent     int
+	errs           []error
+}
+
+func defaultConfig() config {
+	return config{
+		namespace:      "rmq",
+		consumeTimeout: 30 * time.Second,
+		backoff:        DefaultBackoff,
+		logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		batchSize:      128,
+		idlePoll:       2 * time.Second,
+		maxContent:     1 << 20,
+	}
+}
+
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...))
+}
+
+// WithNamespace prefixes every Redis key (and ZooKeeper path) of the client:
+// clients in different namespaces never see each other's topics. Default
+// "rmq". Same rules as a topic name.
+func WithNamespace(ns string) Option {
+	return func(c *config) {
+		if err := checkName(ns); err != nil {
+			c.errs = append(c.errs, fmt.Errorf("%w %q: %v", ErrInvalidNamespace, ns, err))
+			return
+		}
+		c.namespace = ns
+	}
+}
+
+// WithConsumeTimeout sets how long a delivered message may stay uncommitted
+// before it is rolled back as failed (a crashed or stuck consumer). Default
+// 30s; at least 1s; rounded up to whole seconds. An entry is reclaimed between
+// timeout and timeout+2s after its delivery.
+func WithConsumeTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d < time.Second {
+			c.fail("consume timeout %v is below 1s", d)
+			return
+		}
+		c.consumeTimeout = ((d + time.Second - 1) / time.Second) * time.Second
+	}
+}
+
+// WithRetryBackoff sets the wait before each retry of a failed message.
+// Default DefaultBackoff. The slot keeps serving other messages meanwhile.
+func WithRetryBackoff(f func(retry int) time.Duration) Option {
+	return func(c *config) {
+		if f == nil {
+			c.fail("nil retry backoff")
+			return
+		}
+		c.backoff = f
+	}
+}
+
+// WithLogger sets the structured logger. Default: silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			c.fail("nil logger")
+			return
+		}
+		c.logger = l
+	}
+}
+
+// WithCoordinator sets who assigns slots to this process's threads. Default:
+// a local coordinator that gives every slot to this process (one process per
+// namespace). Use coordinator.NewZooKeeper for many processes.
+func WithCoordinator(co coordinator.Coordinator) Option {
+	return func(c *config) {
+		if co == nil {
+			c.fail("nil coordinator")
+			return
+		}
+		c.coordinator = co
+	}
+}
+
+// WithBatchSize sets the most messages one pop takes from a slot. Default
+// 128, range 1..1000. The consumer takes fewer when listeners are slow, so a
+// batch is handled well within the consume timeout.
+func WithBatchSize(n int) Option {
+	return func(c *config) {
+		if n < 1 || n > 1000 {
+			c.fail("batch size %d outside 1..1000", n)
+			return
+		}
+		c.batchSize = n
+	}
+}
+
+// WithIdlePoll sets how often an idle slot is looked at when no wake-up
+// arrives. Consumers are woken by producers through pub/sub and by their own
+// timers for due times they know of; the poll only bounds the delay when a
+// wake-up is lost (a reconnect). Default 2s, range 10ms..1m.
+func WithIdlePoll(d time.Duration) Option {
+	return func(c *config) {
+		if d < 10*time.Millisecond || d > time.Minute {
+			c.fail("idle poll %v outside 10ms..1m", d)
+			return
+		}
+		c.idlePoll = d
+	}
+}
+
+// WithMaxContentSize sets the largest content a producer accepts, in bytes.
+// Default 1 MiB.
+func WithMaxContentSize(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.fail("max content size %d is not positive", n)
+			return
+		}
+		c.maxContent = n
+	}
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The one command that runs every check and test of the project.
+#
+#   scripts/test.sh                    install missing servers, start real Redis, Redis Cluster
+#                                      and a ZooKeeper ensemble (scripts/servers.sh), then
+#                                      gofmt -l, go vet ./..., go test -race ./...
+#   scripts/test.sh -run TestFoo ./... same, but the arguments replace ./... for go test
+#   scripts/test.sh --short [ARGS]     no servers: gofmt, go vet, go test -short -race ./...
+#
+# With servers, RMQ_REQUIRE_SERVERS=1 is exported (and CI is passed through unchanged), so a
+# test whose server is missing fails instead of skipping. The servers live in a temporary
+# directory that is stopped and removed on exit; set RMQ_KEEP_SERVERS_DIR=1 to keep its logs.
+# Exits with go test's status (or 1 if an earlier step fails).
+
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() {
+	printf '==> ERROR: %s\n' "$*" >&2
+	exit 1
+}
+
+SHORT=0
+if [[ ${1:-} == --short ]]; then
+	SHORT=1
+	shift
+fi
+
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+	export PATH="/usr/local/go/bin:$PATH"
+fi
+command -v go >/dev/null 2>&1 || die "go not found (expected in PATH or /usr/local/go/bin)"
+
+# --- phase timing ------------------------------------------------------------------------
+
+now_ms() { date +%s%3N; }
+T_START=$(now_ms)
+PHASE_NAMES=()
+PHASE_MS=()
+
+# timed NAME CMD...: run CMD, record its wall time under NAME, return its status.
+timed() {
+	local name=$1 t0 rc=0
+	shift
+	t0=$(now_ms)
+	"$@" || rc=$?
+	PHASE_NAMES+=("$name")
+	PHASE_MS+=($(($(now_ms) - t0)))
+	return "$rc"
+}
+
+print_times() {
+	local i ms
+	printf '==> wall time per phase\n' >&2
+	for i in "${!PHASE_NAMES[@]}"; do
+		ms=${PHASE_MS[$i]}
+		printf '    %-14s %4d.%01d s\n' "${PHASE_NAMES[$i]}" $((ms / 1000)) $((ms % 1000 / 100)) >&2
+	done
+	ms=$(($(now_ms) - T_START))
+	printf '    %-14s %4d.%01d s\n' total $((ms / 1000)) $((ms % 1000 / 100)) >&2
+}
+
+# --- dependencies ------------------------------------------------------------------------
+
+install_missing() {
+	local pkgs=()
+	if ((!SHORT)); then
+		command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
+		command -v redis-cli >/dev/null 2>&1 || pkgs+=(redis-tools)
+		[[ -f /usr/share/java/zookeeper.jar && -f /usr/share/java/zookeeper-jute.jar &&
+			-f /usr/share/java/slf4j-api.jar ]] || pkgs+=(zookeeper)
+		command -v java >/dev/null 2>&1 || pkgs+=(default-jre-headless)
+	fi
+	# -race needs cgo, hence a C compiler.
+	if ! command -v "$(go env CC 2>/dev/null || echo gcc)" >/dev/null 2>&1; then
+		pkgs+=(gcc libc6-dev)
+	fi
+	((${#pkgs[@]})) || return 0
+
+	local sudo=()
+	if [[ $(id -u) != 0 ]]; then
+		command -v sudo >/dev/null 2>&1 || die "need root (or sudo) to install: ${pkgs[*]}"
+		sudo=(sudo)
+	fi
+	say "installing: ${pkgs[*]}"
+	# (errexit is off inside functions run by timed, hence the explicit checks)
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 \
+		update -q || die "apt-get update failed"
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 \
+		install -y -q --no-install-recommends "${pkgs[@]}" || die "apt-get install failed"
+}
+
+# --- servers -----------------------------------------------------------------------------
+
+SERVERS_DIR=
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ -n $SERVERS_DIR ]]; then
+		timed "servers stop" bash "$ROOT/scripts/servers.sh" stop "$SERVERS_DIR" || true
+		if [[ ${RMQ_KEEP_SERVERS_DIR:-0} == 1 ]]; then
+			say "kept $SERVERS_DIR (server logs in $SERVERS_DIR/logs)"
+		else
+			rm -rf "$SERVERS_DIR"
+		fi
+	fi
+	print_times
+	if ((rc == 0)); then say "PASS"; else say "FAIL (exit status $rc)"; fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start_servers() {
+	SERVERS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rmq-test.XXXXXX") || die "mktemp failed"
+	bash "$ROOT/scripts/servers.sh" start "$SERVERS_DIR"
+}
+
+# --- checks ------------------------------------------------------------------------------
+
+check_gofmt() {
+	local out
+	out=$(gofmt -l .) || return 1
+	if [[ -n $out ]]; then
+		printf '==> gofmt: these files need formatting (run gofmt -w):\n%s\n' "$out" >&2
+		return 1
+	fi
+}
+
+timed install install_missing
+
+if ((SHORT)); then
+	unset RMQ_REQUIRE_SERVERS
+else
+	timed "servers start" start_servers
+	# shellcheck source=/dev/null
+	source "$SERVERS_DIR/env"
+	export RMQ_REQUIRE_SERVERS=1 # CI, if set, is passed through as the environment gave it
+	say "servers: redis $RMQ_REDIS_ADDR, cluster $RMQ_CLUSTER_ADDRS, zookeeper $RMQ_ZK_SERVERS"
+fi
+
+say "gofmt -l ."
+timed gofmt check_gofmt
+say "go vet ./..."
+timed "go vet" go vet ./...
+
+args=("$@")
+((${#args[@]})) || args=(./...)
+if ((SHORT)); then
+	say "go test -short -race -count=1 ${args[*]}"
+	test_cmd=(go test -short -race -count=1 "${args[@]}")
+else
+	say "go test -race -count=1 -timeout 12m ${args[*]}"
+	test_cmd=(go test -race -count=1 -timeout 12m "${args[@]}")
+fi
+rc=0
+timed "go test" "${test_cmd[@]}" || rc=$?
+exit "$rc"

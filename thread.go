@@ -1,0 +1,297 @@
+package rmq
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/rdb"
+)
+
+// thread is one consuming goroutine of a subscription. It holds the slots the
+// coordinator leased to it and serves them one message at a time, taking due
+// slots round-robin. Between batches it sleeps until the earliest time one of
+// its slots needs a look: a due time learnt from the last pop, a wake-up from
+// a producer, or the idle poll.
+type thread struct {
+	sub   *subscription
+	index int
+
+	// The inbox, filled by the coordinator's handler and the wake listener.
+	mu      sync.Mutex
+	added   []*coordinator.Lease
+	revoked bool
+	wakes   map[int]int64 // slot → earliest announced due time, Unix ms
+	signal  chan struct{} // capacity 1: "look at the inbox"
+
+	// Owned by the thread's goroutine.
+	slots  map[int]*slotState
+	order  []*slotState // round-robin order
+	rr     int
+	errs   int       // consecutive Redis failures
+	paused time.Time // no Redis call before this, after a failure
+}
+
+// slotState is one leased slot of a thread.
+type slotState struct {
+	lease   *coordinator.Lease
+	keys    rdb.SlotKeys
+	ctx     context.Context // listeners' context: ends with the lease or a hard stop
+	stop    func()
+	next    time.Time // when to cycle next; zero means at once
+	pending []rdb.Outcome
+}
+
+func newThread(s *subscription, index int) *thread {
+	return &thread{sub: s, index: index, signal: make(chan struct{}, 1), slots: make(map[int]*slotState)}
+}
+
+// poke makes the thread look at its inbox.
+func (t *thread) poke() {
+	select {
+	case t.signal <- struct{}{}:
+	default:
+	}
+}
+
+// assign queues a new lease for the thread.
+func (t *thread) assign(l *coordinator.Lease) {
+	t.mu.Lock()
+	t.added = append(t.added, l)
+	t.mu.Unlock()
+	t.poke()
+}
+
+// revoke tells the thread one of its leases is being revoked.
+func (t *thread) revoke() {
+	t.mu.Lock()
+	t.revoked = true
+	t.mu.Unlock()
+	t.poke()
+}
+
+// wake announces that slot has a message due at dueMs (0: now).
+func (t *thread) wake(slot int, dueMs int64) {
+	t.mu.Lock()
+	if t.wakes == nil {
+		t.wakes = make(map[int]int64)
+	}
+	if d, ok := t.wakes[slot]; !ok || dueMs < d {
+		t.wakes[slot] = dueMs
+	}
+	t.mu.Unlock()
+	t.poke()
+}
+
+// run serves slots until quit is closed; then it releases what it still holds.
+func (t *thread) run(hard context.Context, quit <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		t.absorb(hard)
+		select {
+		case <-quit:
+			for _, s := range append([]*slotState(nil), t.order...) {
+				t.release(hard, s)
+			}
+			return
+		default:
+		}
+		s, wait := t.pick(time.Now())
+		if s == nil {
+			timer.Reset(wait)
+			select {
+			case <-t.signal:
+			case <-timer.C:
+			case <-quit:
+			}
+			continue
+		}
+		t.serve(hard, s)
+	}
+}
+
+// absorb applies the inbox: new leases, revocations, wake-ups.
+func (t *thread) absorb(hard context.Context) {
+	t.mu.Lock()
+	added, revoked, wakes := t.added, t.revoked, t.wakes
+	t.added, t.revoked, t.wakes = nil, false, nil
+	t.mu.Unlock()
+	for _, l := range added {
+		t.add(hard, l)
+	}
+	if revoked {
+		for _, s := range append([]*slotState(nil), t.order...) {
+			if isClosed(s.lease.Revoking()) {
+				t.release(hard, s)
+			}
+		}
+	}
+	for slot, due := range wakes {
+		if s := t.slots[slot]; s != nil {
+			if at := time.UnixMilli(due); at.Before(s.next) {
+				s.next = at
+			}
+		}
+	}
+}
+
+// add starts serving a new lease.
+func (t *thread) add(hard context.Context, l *coordinator.Lease) {
+	if old := t.slots[l.Slot()]; old != nil {
+		t.release(hard, old) // a newer lease of the same slot replaces it
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(l.Context(), leaseKey{}, l))
+	stopHard := context.AfterFunc(hard, cancel)
+	s := &slotState{lease: l, keys: t.sub.topic.slots[l.Slot()], ctx: ctx,
+		stop: func() { stopHard(); cancel() }}
+	t.slots[l.Slot()] = s
+	t.order = append(t.order, s)
+	t.sub.holders[l.Slot()].Store(t)
+}
+
+// release settles a slot's outcomes and hands the lease back.
+func (t *thread) release(hard context.Context, s *slotState) {
+	t.settle(hard, s)
+	delete(t.slots, s.lease.Slot())
+	for i, o := range t.order {
+		if o == s {
+			t.order = append(t.order[:i], t.order[i+1:]...)
+			break
+		}
+	}
+	t.sub.holders[s.lease.Slot()].CompareAndSwap(t, nil)
+	s.stop()
+	s.lease.Release()
+}
+
+// settle sends a slot's pending outcomes, retrying Redis failures for a while.
+// Outcomes that cannot be sent stay in prepare and time out: their messages
+// are delivered again (duplicates, never a loss).
+func (t *thread) settle(hard context.Context, s *slotState) {
+	for attempt := 1; len(s.pending) > 0; attempt++ {
+		_, err := t.sub.c.broker.Cycle(hard, s.keys, t.request(s, 0))
+		if err == nil {
+			s.pending = s.pending[:0]
+			return
+		}
+		if attempt == 5 || hard.Err() != nil {
+			t.sub.c.cfg.logger.Error("rmq: outcomes not settled; their messages will be redelivered after the consume timeout",
+				"topic", t.sub.topic.Name, "slot", s.lease.Slot(), "messages", len(s.pending), "err", err)
+			return
+		}
+		sleepCtx(hard, redisBackoff(attempt))
+	}
+}
+
+// pick returns the next slot to serve (round-robin among those due), or how
+// long to wait until one is.
+func (t *thread) pick(now time.Time) (*slotState, time.Duration) {
+	if now.Before(t.paused) {
+		return nil, t.paused.Sub(now)
+	}
+	wait := time.Hour
+	for i := range t.order {
+		s := t.order[(t.rr+i)%len(t.order)]
+		if !s.next.After(now) {
+			t.rr = (t.rr + i + 1) % len(t.order)
+			return s, 0
+		}
+		wait = min(wait, s.next.Sub(now))
+	}
+	return nil, wait
+}
+
+// request builds a cycle request for s popping up to max messages.
+func (t *thread) request(s *slotState, max int) *rdb.CycleRequest {
+	c := t.sub.c
+	return &rdb.CycleRequest{
+		Priority:   t.sub.topic.Type == Priority,
+		KeepFirst:  t.sub.topic.Type == RangeMerge,
+		Max:        max,
+		TimeoutSec: int64(c.cfg.consumeTimeout / time.Second),
+		Token:      s.lease.Token(),
+		Waits:      c.waits,
+		Outcomes:   s.pending,
+	}
+}
+
+// serve runs one cycle on s: settle its outcomes, pop a batch, deliver it.
+func (t *thread) serve(hard context.Context, s *slotState) {
+	if isClosed(s.lease.Revoking()) || !s.lease.Valid() {
+		t.release(hard, s)
+		return
+	}
+	c := t.sub.c
+	res, err := c.broker.Cycle(hard, s.keys, t.request(s, t.sub.batchSize()))
+	now := time.Now()
+	if err != nil {
+		t.errs++
+		t.paused = now.Add(redisBackoff(t.errs))
+		if t.errs == 1 || t.errs%20 == 0 {
+			c.cfg.logger.Warn("rmq: pop failed; backing off", "topic", t.sub.topic.Name,
+				"slot", s.lease.Slot(), "failures", t.errs, "err", err)
+		}
+		return
+	}
+	if t.errs > 0 {
+		c.cfg.logger.Info("rmq: redis reachable again", "topic", t.sub.topic.Name, "failures", t.errs)
+		t.errs = 0
+	}
+	s.pending = s.pending[:0]
+	if res.Refused {
+		c.cfg.logger.Warn("rmq: slot is fenced by a newer owner; letting it go", "topic", t.sub.topic.Name,
+			"slot", s.lease.Slot(), "token", s.lease.Token(), "owner_token", res.OwnerToken)
+		s.lease.Lose()
+		t.release(hard, s)
+		return
+	}
+	if len(res.Popped) == 0 {
+		s.next = t.nextLook(res, now)
+		return
+	}
+	t.deliver(s, res, now)
+	s.next = time.Time{} // look again at once: more may be due, and the outcomes go along
+}
+
+// nextLook converts the script's "next due" (Redis ms) into a local time,
+// bounded by the idle poll (with jitter, so idle slots do not poll in step).
+func (t *thread) nextLook(res rdb.CycleResult, now time.Time) time.Time {
+	poll := t.sub.c.cfg.idlePoll
+	poll -= time.Duration(rand.Int64N(int64(poll)/5 + 1))
+	if res.NextMs < 0 {
+		return now.Add(poll)
+	}
+	return now.Add(min(time.Duration(res.NextMs-res.NowMs)*time.Millisecond, poll))
+}
+
+// redisBackoff is the pause after n consecutive Redis failures: 50ms doubling
+// to 5s.
+func redisBackoff(n int) time.Duration {
+	d := 50 * time.Millisecond
+	for i := 1; i < n && d < 5*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Second)
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleepCtx sleeps for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

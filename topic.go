@@ -1,0 +1,238 @@
+package rmq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/rmq-go/rmq/internal/rdb"
+)
+
+// TopicType says how a topic orders and merges its messages.
+type TopicType int
+
+const (
+	// RangeMerge delays each message by its TimeRange; copies of one content
+	// sent while it waits merge into one, keeping the first due time.
+	RangeMerge TopicType = iota + 1
+	// Priority delivers the highest priority first; a copy sent while one
+	// waits merges into it and its priority replaces the old one.
+	Priority
+	// FixedTime delivers each message at its FixedTime; a copy sent while one
+	// waits merges into it and its time replaces the old one.
+	FixedTime
+)
+
+// Limits of topic definitions.
+const (
+	// MaxSlotAmount is the largest SlotAmount a topic may have.
+	MaxSlotAmount = 1 << 16
+	// MaxNameLength is the longest topic name or namespace, in bytes.
+	MaxNameLength = 100
+)
+
+// String returns "RangeMerge", "Priority" or "FixedTime".
+func (t TopicType) String() string {
+	switch t {
+	case RangeMerge:
+		return "RangeMerge"
+	case Priority:
+		return "Priority"
+	case FixedTime:
+		return "FixedTime"
+	}
+	return fmt.Sprintf("TopicType(%d)", int(t))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (t TopicType) MarshalText() ([]byte, error) {
+	if !t.valid() {
+		return nil, fmt.Errorf("%w: %d", ErrInvalidTopicType, int(t))
+	}
+	return []byte(t.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (t *TopicType) UnmarshalText(b []byte) error {
+	for _, c := range []TopicType{RangeMerge, Priority, FixedTime} {
+		if c.String() == string(b) {
+			*t = c
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %q", ErrInvalidTopicType, b)
+}
+
+func (t TopicType) valid() bool { return t >= RangeMerge && t <= FixedTime }
+
+// Topic defines a topic. Two definitions of one name must agree on
+// SlotAmount and Type.
+type Topic struct {
+	Name       string    `json:"-"`
+	SlotAmount int       `json:"slotAmount"` // a power of two, 1..MaxSlotAmount
+	Type       TopicType `json:"type"`
+}
+
+// Validate reports the first problem of the definition, or nil.
+func (t Topic) Validate() error {
+	if err := checkName(t.Name); err != nil {
+		return fmt.Errorf("%w %q: %v", ErrInvalidTopic, t.Name, err)
+	}
+	if t.SlotAmount < 1 || t.SlotAmount > MaxSlotAmount || t.SlotAmount&(t.SlotAmount-1) != 0 {
+		return fmt.Errorf("%w in [1, %d], topic %q has %d", ErrSlotAmount, MaxSlotAmount, t.Name, t.SlotAmount)
+	}
+	if !t.Type.valid() {
+		return fmt.Errorf("%w %d for topic %q", ErrInvalidTopicType, int(t.Type), t.Name)
+	}
+	return nil
+}
+
+// checkName accepts 1..MaxNameLength bytes of [A-Za-z0-9._-].
+func checkName(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty")
+	}
+	if len(s) > MaxNameLength {
+		return fmt.Errorf("longer than %d bytes", MaxNameLength)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("character %q at %d is not one of [A-Za-z0-9._-]", c, i)
+		}
+	}
+	return nil
+}
+
+// encodeTopic is the JSON stored in Redis (and ZooKeeper) for t.
+func encodeTopic(t Topic) string {
+	b, _ := json.Marshal(t) // cannot fail: t is validated
+	return string(b)
+}
+
+// decodeTopic parses a stored definition of name.
+func decodeTopic(name, def string) (Topic, error) {
+	t := Topic{Name: name}
+	if err := json.Unmarshal([]byte(def), &t); err != nil {
+		return Topic{}, fmt.Errorf("rmq: topic %q: stored definition %q: %w", name, def, err)
+	}
+	if err := t.Validate(); err != nil {
+		return Topic{}, fmt.Errorf("rmq: topic %q: stored definition %q: %w", name, def, err)
+	}
+	return t, nil
+}
+
+// topicInfo is a defined topic with its keys computed once.
+type topicInfo struct {
+	Topic
+	slots []rdb.SlotKeys
+	wake  string
+}
+
+// topicCache remembers topics known to be defined. Definitions never change,
+// so an entry never goes stale.
+type topicCache struct {
+	mu     sync.RWMutex
+	byName map[string]*topicInfo
+}
+
+func (c *topicCache) get(name string) *topicInfo {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.byName[name]
+}
+
+func (c *topicCache) put(keys rdb.Keyspace, t Topic) *topicInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ti := c.byName[t.Name]; ti != nil {
+		return ti
+	}
+	if c.byName == nil {
+		c.byName = make(map[string]*topicInfo)
+	}
+	ti := &topicInfo{Topic: t, slots: keys.Slots(t.Name, t.SlotAmount), wake: keys.WakeChannel(t.Name)}
+	c.byName[t.Name] = ti
+	return ti
+}
+
+// DefineTopic records t in Redis (and in the coordinator, when it keeps topic
+// definitions). Defining an existing topic again with the same SlotAmount and
+// Type is a no-op; a different definition fails with ErrTopicConflict and
+// changes nothing.
+func (c *Client) DefineTopic(ctx context.Context, t Topic) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	def := encodeTopic(t)
+	stored, err := c.broker.SaveTopic(ctx, t.Name, def)
+	if err != nil {
+		return fmt.Errorf("rmq: define topic %q: %w", t.Name, err)
+	}
+	if stored != def {
+		old, err := decodeTopic(t.Name, stored)
+		if err != nil {
+			return err
+		}
+		if old.SlotAmount != t.SlotAmount || old.Type != t.Type {
+			return fmt.Errorf("%w: %q is %s with %d slots, not %s with %d", ErrTopicConflict,
+				t.Name, old.Type, old.SlotAmount, t.Type, t.SlotAmount)
+		}
+	}
+	if r, ok := c.cfg.coordinator.(topicRecorder); ok {
+		if err := r.RecordTopic(ctx, t.Name, def); err != nil {
+			return fmt.Errorf("rmq: define topic %q in coordinator: %w", t.Name, err)
+		}
+	}
+	c.topics.put(c.keys, t)
+	return nil
+}
+
+// topicRecorder is implemented by coordinators that keep topic definitions
+// (the ZooKeeper coordinator); a definition that conflicts with theirs fails.
+type topicRecorder interface {
+	RecordTopic(ctx context.Context, name, def string) error
+}
+
+// lookupTopic returns a defined topic, from the cache or from Redis.
+func (c *Client) lookupTopic(ctx context.Context, name string) (*topicInfo, error) {
+	if ti := c.topics.get(name); ti != nil {
+		return ti, nil
+	}
+	if err := checkName(name); err != nil {
+		return nil, fmt.Errorf("%w %q: %v", ErrInvalidTopic, name, err)
+	}
+	def, found, err := c.broker.LoadTopic(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("rmq: load topic %q: %w", name, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("%w %q in namespace %q", ErrUnknownTopic, name, c.keys.Namespace())
+	}
+	t, err := decodeTopic(name, def)
+	if err != nil {
+		return nil, err
+	}
+	return c.topics.put(c.keys, t), nil
+}
+
+// Topics returns every topic defined in the client's namespace, by name.
+func (c *Client) Topics(ctx context.Context) ([]Topic, error) {
+	defs, err := c.broker.LoadTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rmq: load topics: %w", err)
+	}
+	out := make([]Topic, 0, len(defs))
+	for name, def := range defs {
+		t, err := decodeTopic(name, def)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Topic) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}

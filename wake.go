@@ -1,0 +1,85 @@
+package rmq
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// wakeListener receives producers' wake-ups (see Keyspace.WakeChannel) and
+// passes each (slot, due time) to the thread that holds the slot, so a due
+// message reaches its listener within milliseconds while idle slots stay
+// quiet. Pub/sub is lossy across reconnects, so every (re)subscription wakes
+// every slot, and the idle poll bounds what remains.
+type wakeListener struct {
+	c         *Client
+	byChannel map[string]*subscription
+}
+
+func newWakeListener(c *Client, subs map[string]*subscription) *wakeListener {
+	w := &wakeListener{c: c, byChannel: make(map[string]*subscription, len(subs))}
+	for _, s := range subs {
+		w.byChannel[s.topic.wake] = s
+	}
+	return w
+}
+
+// run listens until ctx ends.
+func (w *wakeListener) run(ctx context.Context) {
+	if len(w.byChannel) == 0 {
+		return
+	}
+	channels := make([]string, 0, len(w.byChannel))
+	for ch := range w.byChannel {
+		channels = append(channels, ch)
+	}
+	ps := w.c.broker.Subscribe(ctx, channels...)
+	defer ps.Close()
+	msgs := ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-msgs:
+			switch m := m.(type) {
+			case *redis.Subscription:
+				if s := w.byChannel[m.Channel]; s != nil && m.Kind == "subscribe" {
+					s.wakeAll()
+				}
+			case *redis.Message:
+				if s := w.byChannel[m.Channel]; s != nil {
+					s.wakeSlots(m.Payload)
+				}
+			}
+		}
+	}
+}
+
+// wakeSlots routes a payload "slot:dueMs,slot:dueMs,…" to the slots' threads.
+func (s *subscription) wakeSlots(payload string) {
+	for item := range strings.SplitSeq(payload, ",") {
+		slotStr, dueStr, ok := strings.Cut(item, ":")
+		if !ok {
+			continue
+		}
+		slot, err1 := strconv.Atoi(slotStr)
+		due, err2 := strconv.ParseInt(dueStr, 10, 64)
+		if err1 != nil || err2 != nil || slot < 0 || slot >= len(s.holders) {
+			continue
+		}
+		if t := s.holders[slot].Load(); t != nil {
+			t.wake(slot, due)
+		}
+	}
+}
+
+// wakeAll makes every held slot of s look at Redis at once.
+func (s *subscription) wakeAll() {
+	for slot := range s.holders {
+		if t := s.holders[slot].Load(); t != nil {
+			t.wake(slot, 0)
+		}
+	}
+}
