@@ -1,7 +1,9 @@
 package rdb
 
 import (
+	"bytes"
 	"context"
+	"hash/maphash"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -11,12 +13,13 @@ type zaddGroup struct {
 	key     string
 	nx      bool
 	members []redis.Z
-	entries []int // indexes into the entries passed to Enqueue
+	entries []int          // indexes into the entries passed to Enqueue
+	seen    map[uint64]int // member hash → index in members
 }
 
 // Enqueue implements Broker. Entries for one key become one multi-member ZADD
-// (order kept, so within one ZADD a later duplicate wins for plain ZADD and the
-// first wins for NX, exactly as separate commands would). On a single node the
+// with each member once: for NX the first copy's score, else the last copy's,
+// exactly as separate commands in order would leave it. On a single node the
 // publications ride in the same pipeline, after the ZADDs on one connection;
 // on a cluster they are sent after the pipeline returns, since the pipeline's
 // commands go to several nodes in no fixed order.
@@ -81,11 +84,24 @@ func groupEntries(entries []Entry) []*zaddGroup {
 			byKey[e.Key] = g
 			groups = append(groups, g)
 		}
-		g.members = append(g.members, redis.Z{Score: e.Score, Member: e.Member})
 		g.entries = append(g.entries, i)
+		h := maphash.Bytes(memberSeed, e.Member)
+		if j, dup := g.seen[h]; dup && bytes.Equal(g.members[j].Member.([]byte), e.Member) {
+			if !e.NX {
+				g.members[j].Score = e.Score
+			}
+			continue
+		}
+		if g.seen == nil {
+			g.seen = make(map[uint64]int, 8)
+		}
+		g.seen[h] = len(g.members)
+		g.members = append(g.members, redis.Z{Score: e.Score, Member: e.Member})
 	}
 	return groups
 }
+
+var memberSeed = maphash.MakeSeed()
 
 // Publish implements Broker.
 func (b *redisBroker) Publish(ctx context.Context, channel, payload string) error {

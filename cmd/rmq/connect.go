@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rmq-go/rmq"
+)
+
+// redisFlags are the flags that say which Redis to use.
+type redisFlags struct {
+	addrs   string // comma-separated
+	cluster bool
+}
+
+// addRedisFlags defines -redis (with default def) and -cluster on fs.
+func addRedisFlags(fs *flag.FlagSet, def, what string) *redisFlags {
+	f := &redisFlags{}
+	fs.StringVar(&f.addrs, "redis", def, "Redis `ADDR[,ADDR…]`"+what+"; several addresses mean a Redis Cluster")
+	fs.BoolVar(&f.cluster, "cluster", false, "treat a single -redis address as a Redis Cluster node")
+	return f
+}
+
+// list returns the addresses, without blanks.
+func (f *redisFlags) list() []string {
+	var out []string
+	for a := range strings.SplitSeq(f.addrs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// dial returns a client of the Redis (or Cluster) at addrs once it answers
+// PING. The caller closes it.
+func dial(ctx context.Context, addrs []string, cluster bool) (redis.UniversalClient, error) {
+	if len(addrs) == 0 {
+		return nil, usagef("-redis needs at least one address")
+	}
+	r := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: cluster})
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.Ping(ctx).Err(); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("redis %s: %w", strings.Join(addrs, ","), err)
+	}
+	return r, nil
+}
+
+// adminFlags are the flags every admin subcommand takes.
+type adminFlags struct {
+	redis     *redisFlags
+	namespace string
+}
+
+// addAdminFlags defines -redis, -cluster and -namespace on fs.
+func addAdminFlags(fs *flag.FlagSet) *adminFlags {
+	f := &adminFlags{redis: addRedisFlags(fs, "127.0.0.1:6379", "")}
+	fs.StringVar(&f.namespace, "namespace", "rmq", "the RMQ `NS` whose topics to use")
+	return f
+}
+
+// connect returns an RMQ client of the namespace, and a function that closes
+// it and its Redis client.
+func (f *adminFlags) connect(ctx context.Context) (*rmq.Client, func(), error) {
+	r, err := dial(ctx, f.redis.list(), f.redis.cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := rmq.New(r, rmq.WithNamespace(f.namespace))
+	if err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	closeAll := func() {
+		c.Close(context.Background()) // never started: returns at once
+		r.Close()
+	}
+	return c, closeAll, nil
+}

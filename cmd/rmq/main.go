@@ -1,0 +1,231 @@
+// Command rmq shows RMQ at work and administers its queues.
+//
+// Usage:
+//
+//	rmq demo [-keep] [-redis ADDR[,ADDR…]] [-v]
+//	rmq topics [-redis ADDR[,ADDR…]] [-namespace NS]
+//	rmq stats [flags] TOPIC
+//	rmq dead [flags] TOPIC
+//	rmq requeue [flags] TOPIC [CONTENT…]
+//	rmq purge [flags] TOPIC
+//	rmq help [SUBCOMMAND]
+//
+// "rmq demo" needs nothing: it starts an in-process Redis (miniredis), runs a
+// short scenario with one topic of each type (merging, priorities, a fixed
+// delivery time, retries and the dead set), prints what happens as it
+// happens, and exits. With -redis it runs against a real Redis or Redis
+// Cluster in a fresh namespace.
+//
+// The other subcommands inspect and repair the topics of one namespace of a
+// real Redis (default 127.0.0.1:6379, namespace "rmq"). Several -redis
+// addresses, or -cluster, mean a Redis Cluster.
+//
+// Errors print "rmq: …" on stderr and exit 1; bad usage exits 2.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// env is what a subcommand talks to: its output, its error stream, and its
+// input (for confirmations).
+type env struct {
+	out    *printer
+	stderr io.Writer
+	stdin  io.Reader
+}
+
+// command is one subcommand of rmq.
+type command struct {
+	name     string
+	synopsis string // the arguments after the flags, e.g. "TOPIC [CONTENT…]"
+	summary  string // one line for "rmq help"
+	// setup defines the subcommand's flags on fs and returns the function
+	// that runs it with the positional arguments left after the flags.
+	setup func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
+}
+
+// commands is the dispatch table, in the order "rmq help" lists them. The
+// ZooKeeper subcommands "workers" and "assignment TOPIC" are to be added here.
+var commands = []command{
+	{name: "demo", summary: "run a self-contained demo scenario (in-process Redis unless -redis)", setup: setupDemo},
+	{name: "topics", summary: "list the topics of a namespace", setup: setupTopics},
+	{name: "stats", synopsis: "TOPIC", summary: "show message counts of a topic, per slot", setup: setupStats},
+	{name: "dead", synopsis: "TOPIC", summary: "list the dead messages of a topic", setup: setupDead},
+	{name: "requeue", synopsis: "TOPIC [CONTENT…]", summary: "move dead messages back to pending with fresh retries", setup: setupRequeue},
+	{name: "purge", synopsis: "TOPIC", summary: "delete the dead messages of a topic", setup: setupPurge},
+}
+
+// lookup returns the subcommand called name, or nil.
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// usageError is bad command-line usage: rmq prints it and exits 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef returns a usageError.
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// errUsageShown is a usage error that the flag package has already printed.
+var errUsageShown = errors.New("usage shown")
+
+// run runs rmq with args (without the program name) and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return runHelp(rest, stdout, stderr)
+	}
+	cmd := lookup(name)
+	if cmd == nil {
+		fmt.Fprintf(stderr, "rmq: unknown subcommand %q\n", name)
+		printUsage(stderr)
+		return exitUsage
+	}
+	fs := newFlagSet(cmd, stderr)
+	exec := cmd.setup(fs)
+	pos, err := parseArgs(fs, rest)
+	if err == nil {
+		err = exec(ctx, &env{out: newPrinter(stdout), stderr: stderr, stdin: stdin}, pos)
+	}
+	return exitCode(err, cmd, stderr)
+}
+
+// exitCode reports err on stderr and returns the exit code it calls for.
+func exitCode(err error, cmd *command, stderr io.Writer) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errUsageShown):
+		return exitUsage
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "rmq %s: %s\n", cmd.name, ue.msg)
+		fmt.Fprintf(stderr, "usage: %s\nRun 'rmq help %s' for details.\n", cmd.usageLine(), cmd.name)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "rmq: %s\n", strings.TrimPrefix(err.Error(), "rmq: "))
+		return exitError
+	}
+}
+
+// runHelp prints the usage of rmq, or of one subcommand.
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		printUsage(stdout)
+		return exitOK
+	case len(args) > 1:
+		fmt.Fprintln(stderr, "rmq help: at most one subcommand")
+		return exitUsage
+	}
+	cmd := lookup(args[0])
+	if cmd == nil {
+		fmt.Fprintf(stderr, "rmq help: unknown subcommand %q\n", args[0])
+		return exitUsage
+	}
+	fs := newFlagSet(cmd, stdout)
+	cmd.setup(fs)
+	fs.Usage()
+	return exitOK
+}
+
+// printUsage prints the overview of rmq.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, "rmq shows RMQ at work and administers its queues.\n\nUsage:\n\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-36s %s\n", c.usageLine(), c.summary)
+	}
+	fmt.Fprintf(w, "  %-36s %s\n", "rmq help [SUBCOMMAND]", "show this overview, or a subcommand's flags")
+	fmt.Fprint(w, "\nRun 'rmq SUBCOMMAND -h' for a subcommand's flags.\n")
+}
+
+// usageLine is the one-line synopsis of c.
+func (c *command) usageLine() string {
+	s := "rmq " + c.name + " [flags]"
+	if c.synopsis != "" {
+		s += " " + c.synopsis
+	}
+	return s
+}
+
+// newFlagSet returns the flag set of cmd, printing usage and errors to w.
+func newFlagSet(cmd *command, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("rmq "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() {
+		fmt.Fprintf(w, "usage: %s\n\n%s.\n\nFlags:\n", cmd.usageLine(), upperFirst(cmd.summary))
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags anywhere among args ("rmq stats TOPIC -all" works as
+// well as "rmq stats -all TOPIC") and returns the positional arguments.
+// Everything after "--" is positional.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsageShown // the flag package printed the error and usage
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// upperFirst returns s with its first letter in upper case.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,443 @@
+package rmq_test
+
+// Crash test: a consumer process is killed with SIGKILL while its listeners
+// run under load; a fresh consumer process must then deliver every message
+// (after the consume timeout for those the dead one held in prepare), so that
+// no message is lost.
+//
+// The consumers are real OS processes: the test binary runs itself again with
+// -test.run=^TestCrashHelperProcess$ and crashWorkerEnv set, which turns
+// TestCrashHelperProcess into a worker (it returns at once otherwise). A
+// worker consumes until its stdin reaches EOF (the parent closes it, or the
+// parent died), then stops gracefully and exits 0.
+//
+// The listener records its work in Redis, all under one hash tag so one
+// MULTI covers it:
+//
+//	<ns>:{crash}:inflight:<worker>  hash  content → attempt, set when the listener
+//	                                      starts and deleted when it finishes
+//	<ns>:{crash}:deliveries         hash  content → completed deliveries
+//
+// Processed = HLEN deliveries, duplicates = the sum of deliveries beyond one
+// per content, and the inflight hash of the killed worker names the messages
+// it was in the middle of when it died.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// Environment of a crash worker process.
+const (
+	crashWorkerEnv  = "RMQ_CRASH_WORKER"  // worker id (1, 2, …); unset: not a worker
+	crashBackendEnv = "RMQ_CRASH_BACKEND" // "redis" or "cluster"
+	crashNSEnv      = "RMQ_CRASH_NS"      // namespace
+	crashTopicEnv   = "RMQ_CRASH_TOPIC"   // topic to consume (defined by the parent)
+	crashTimeoutEnv = "RMQ_CRASH_TIMEOUT" // consume timeout, time.ParseDuration
+	crashThreadsEnv = "RMQ_CRASH_THREADS" // consumer threads
+	crashDelayEnv   = "RMQ_CRASH_DELAY"   // listener sleep per message, time.ParseDuration
+)
+
+// Parameters of the crash test.
+const (
+	crashTopic   = "crash"
+	crashSlots   = 16
+	crashTimeout = 2 * time.Second
+	crashThreads = 8
+	crashDelay   = 3 * time.Millisecond
+
+	crashFirst  = 1500 // sent before worker 1 starts
+	crashDuring = 300  // sent while worker 1 consumes
+	crashAfter  = 200  // sent after the kill, before worker 2 starts
+	crashTotal  = crashFirst + crashDuring + crashAfter
+
+	// crashRecoveryBound bounds the wait for worker 2 to process everything:
+	// a prepare entry is reclaimed between timeout+1s and timeout+2s after its
+	// pop, then waits out the first retry backoff (0.5s), then is delivered.
+	crashRecoveryBound = crashTimeout + 2*time.Second + 500*time.Millisecond + 15*time.Second
+)
+
+func crashDeliveriesKey(ns string) string { return ns + ":{crash}:deliveries" }
+
+func crashInflightKey(ns string, worker int) string {
+	return ns + ":{crash}:inflight:" + strconv.Itoa(worker)
+}
+
+func crashContent(i int) string { return fmt.Sprintf("crash-msg-%05d", i) }
+
+// TestCrashHelperProcess is the consumer process of TestCrash. It returns at
+// once unless crashWorkerEnv is set.
+func TestCrashHelperProcess(t *testing.T) {
+	id := os.Getenv(crashWorkerEnv)
+	if id == "" {
+		return
+	}
+	worker, err := strconv.Atoi(id)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", crashWorkerEnv, id, err)
+	}
+	timeout, err1 := time.ParseDuration(os.Getenv(crashTimeoutEnv))
+	delay, err2 := time.ParseDuration(os.Getenv(crashDelayEnv))
+	threads, err3 := strconv.Atoi(os.Getenv(crashThreadsEnv))
+	if err := errors.Join(err1, err2, err3); err != nil {
+		t.Fatalf("worker %d: bad environment: %v", worker, err)
+	}
+	var b testenv.Backend
+	switch os.Getenv(crashBackendEnv) {
+	case "redis":
+		b = testenv.Single(t)
+	case "cluster":
+		b = testenv.Cluster(t)
+	default:
+		t.Fatalf("worker %d: %s=%q", worker, crashBackendEnv, os.Getenv(crashBackendEnv))
+	}
+	ns, topic := os.Getenv(crashNSEnv), os.Getenv(crashTopicEnv)
+	deliveries, inflight := crashDeliveriesKey(ns), crashInflightKey(ns, worker)
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	c, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithConsumeTimeout(timeout), rmq.WithLogger(logger))
+	if err != nil {
+		t.Fatalf("worker %d: %v", worker, err)
+	}
+	listener := rmq.ListenerFunc(func(ctx context.Context, m *rmq.Message) error {
+		content := string(m.Content)
+		if err := b.Redis.HSet(ctx, inflight, content, m.Attempt).Err(); err != nil {
+			return err
+		}
+		time.Sleep(delay)
+		// Record the delivery; an error rolls the message back (retried), so a
+		// message is never committed unrecorded.
+		_, err := b.Redis.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HIncrBy(ctx, deliveries, content, 1)
+			p.HDel(ctx, inflight, content)
+			return nil
+		})
+		return err
+	})
+	if err := c.Subscribe(topic, listener, rmq.WithThreads(threads)); err != nil {
+		t.Fatalf("worker %d: %v", worker, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // stdin EOF: the parent asks us to stop, or it is gone
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	logger.Info("crash worker consuming", "worker", worker, "ns", ns, "topic", topic, "pid", os.Getpid())
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("worker %d: Start: %v", worker, err)
+	}
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelClose()
+	if err := c.Close(closeCtx); err != nil {
+		t.Fatalf("worker %d: Close: %v", worker, err)
+	}
+	logger.Info("crash worker stopped", "worker", worker)
+}
+
+// crashWorker is a worker process started by the parent test.
+type crashWorker struct {
+	id    int
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	log   string
+	done  chan struct{} // closed once the process is reaped
+	err   error         // what cmd.Wait returned, once done
+}
+
+// startCrashWorker starts worker id. A cleanup kills it if it still runs
+// when the test ends, reaps it, and shows its output if the test failed.
+func startCrashWorker(t *testing.T, b testenv.Backend, ns string, id int) *crashWorker {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), fmt.Sprintf("worker-%d.log", id))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close() // the child has its own descriptor
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(),
+		crashWorkerEnv+"="+strconv.Itoa(id),
+		crashBackendEnv+"="+b.Name,
+		crashNSEnv+"="+ns,
+		crashTopicEnv+"="+crashTopic,
+		crashTimeoutEnv+"="+crashTimeout.String(),
+		crashThreadsEnv+"="+strconv.Itoa(crashThreads),
+		crashDelayEnv+"="+crashDelay.String(),
+		"RMQ_REDIS_ADDR="+os.Getenv("RMQ_REDIS_ADDR"),
+		"RMQ_CLUSTER_ADDRS="+os.Getenv("RMQ_CLUSTER_ADDRS"),
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Should this process die without its cleanups, the child goes too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start worker %d: %v", id, err)
+	}
+	w := &crashWorker{id: id, cmd: cmd, stdin: stdin, log: logPath, done: make(chan struct{})}
+	go func() {
+		w.err = cmd.Wait()
+		close(w.done)
+	}()
+	t.Cleanup(func() {
+		if !w.exited() {
+			_ = cmd.Process.Kill()
+			<-w.done
+		}
+		if t.Failed() {
+			t.Logf("worker %d (pid %d) output:\n%s", id, cmd.Process.Pid, w.output())
+		}
+	})
+	return w
+}
+
+func (w *crashWorker) exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *crashWorker) output() string {
+	b, err := os.ReadFile(w.log)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return string(b)
+}
+
+// kill sends SIGKILL and reaps the process; it must not have exited before.
+func (w *crashWorker) kill(t *testing.T) {
+	t.Helper()
+	if w.exited() {
+		t.Fatalf("worker %d exited before the kill: %v", w.id, w.err)
+	}
+	if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill worker %d: %v", w.id, err)
+	}
+	<-w.done
+	ws, ok := w.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("worker %d ended with %v, not by our SIGKILL", w.id, w.err)
+	}
+}
+
+// stop asks the worker to stop gracefully and waits for a clean exit.
+func (w *crashWorker) stop(t *testing.T, within time.Duration) {
+	t.Helper()
+	_ = w.stdin.Close()
+	select {
+	case <-w.done:
+	case <-time.After(within):
+		t.Fatalf("worker %d did not stop within %v", w.id, within)
+	}
+	if w.err != nil {
+		t.Fatalf("worker %d exited with %v", w.id, w.err)
+	}
+}
+
+// checkOutput fails t if the worker's output has a race report, a panic or
+// an error logged by the library.
+func (w *crashWorker) checkOutput(t *testing.T) {
+	t.Helper()
+	out := w.output()
+	for _, bad := range []string{"WARNING: DATA RACE", "panic:", "level=ERROR"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("worker %d output has %q", w.id, bad)
+		}
+	}
+}
+
+// crashWaitFor polls cond every interval until it holds, failing t after
+// within or as soon as a watched worker exits.
+func crashWaitFor(t *testing.T, what string, within, interval time.Duration, cond func() (bool, error), watch ...*crashWorker) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		for _, w := range watch {
+			if w.exited() {
+				t.Fatalf("waiting for %s: worker %d exited: %v", what, w.id, w.err)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: not after %v", what, within)
+		}
+		time.Sleep(interval)
+	}
+}
+
+type crashScenario struct {
+	name   string
+	typ    rmq.TopicType
+	killAt int // processed count (of crashFirst+crashDuring) at which worker 1 dies
+}
+
+// TestCrash kills a consumer process with SIGKILL mid-listener under load and
+// checks that a fresh consumer delivers every message after the consume
+// timeout: nothing lost, nothing left in store, prepare or dead.
+func TestCrash(t *testing.T) {
+	scenarios := []crashScenario{
+		{name: "early-kill", typ: rmq.Priority, killAt: 150},
+		{name: "late-kill", typ: rmq.FixedTime, killAt: 1400},
+	}
+	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
+		for _, sc := range scenarios {
+			t.Run(sc.name, func(t *testing.T) { testCrash(t, b, sc) })
+		}
+	})
+}
+
+func testCrash(t *testing.T, b testenv.Backend, sc crashScenario) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := testenv.Namespace(t, b)
+	c, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithConsumeTimeout(crashTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	if err := c.DefineTopic(ctx, rmq.Topic{Name: crashTopic, SlotAmount: crashSlots, Type: sc.typ}); err != nil {
+		t.Fatal(err)
+	}
+	deliveriesKey := crashDeliveriesKey(ns)
+	processed := func() (int64, error) { return b.Redis.HLen(ctx, deliveriesKey).Result() }
+
+	send := func(from, to int) {
+		t.Helper()
+		const chunk = 50
+		for start := from; start < to; start += chunk {
+			now := time.Now()
+			var msgs []rmq.OutgoingMessage
+			for i := start; i < min(start+chunk, to); i++ {
+				content := []byte(crashContent(i))
+				switch sc.typ {
+				case rmq.Priority:
+					msgs = append(msgs, rmq.PriorityMessage{Topic: crashTopic, Content: content, Priority: int64(17 + i%1000)})
+				case rmq.FixedTime:
+					msgs = append(msgs, rmq.FixedTimeMessage{Topic: crashTopic, Content: content,
+						FixedTime: now.Add(5*time.Millisecond + time.Duration(i%40)*time.Millisecond)})
+				}
+			}
+			if err := c.Producer().SendBatch(ctx, msgs...); err != nil {
+				t.Fatalf("send %d..%d: %v", start, start+len(msgs)-1, err)
+			}
+		}
+	}
+
+	// Worker 1 consumes under load and is killed mid-listener.
+	send(0, crashFirst)
+	w1 := startCrashWorker(t, b, ns, 1)
+	crashWaitFor(t, "worker 1 to start processing", 20*time.Second, 5*time.Millisecond,
+		func() (bool, error) { n, err := processed(); return n > 0, err }, w1)
+	send(crashFirst, crashFirst+crashDuring)
+	crashWaitFor(t, fmt.Sprintf("worker 1 to process %d messages", sc.killAt), 20*time.Second, time.Millisecond,
+		func() (bool, error) { n, err := processed(); return n >= int64(sc.killAt), err }, w1)
+	w1.kill(t)
+	killed := time.Now()
+
+	atKill, err := processed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inflight, err := b.Redis.HKeys(ctx, crashInflightKey(ns, 1)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Stats(ctx, crashTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if atKill >= crashFirst+crashDuring {
+		t.Fatalf("worker 1 processed all %d messages before the kill: no crash under load", atKill)
+	}
+	if st.Prepare == 0 {
+		t.Fatalf("prepare is empty right after the kill (stats %+v): the kill did not catch deliveries in flight", st)
+	}
+	if len(inflight) == 0 {
+		t.Fatalf("no listener of worker 1 was running at the kill")
+	}
+	t.Logf("killed worker 1 at %d/%d processed: prepare %d, store %d, listeners running %d",
+		atKill, crashFirst+crashDuring, st.Prepare, st.Store, len(inflight))
+
+	// Worker 2 must process everything: what was left in store at once, what
+	// worker 1 held in prepare after the consume timeout.
+	send(crashFirst+crashDuring, crashTotal)
+	w2 := startCrashWorker(t, b, ns, 2)
+	crashWaitFor(t, fmt.Sprintf("all %d messages processed", crashTotal), crashRecoveryBound, 20*time.Millisecond,
+		func() (bool, error) { n, err := processed(); return n >= crashTotal, err }, w2)
+	recovery := time.Since(killed)
+	crashWaitFor(t, "store, retry and prepare to empty", 10*time.Second, 20*time.Millisecond, func() (bool, error) {
+		st, err := c.Stats(ctx, crashTopic)
+		return err == nil && st.Store == 0 && st.Retry == 0 && st.Prepare == 0, err
+	}, w2)
+	w2.stop(t, 15*time.Second)
+	w1.checkOutput(t)
+	w2.checkOutput(t)
+
+	// Every sent content processed at least once, nothing else, nothing left.
+	got, err := b.Redis.HGetAll(ctx, deliveriesKey).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	var deliveries, maxPer int64
+	for i := range crashTotal {
+		n, _ := strconv.ParseInt(got[crashContent(i)], 10, 64)
+		if n < 1 {
+			lost = append(lost, crashContent(i))
+		}
+		deliveries += n
+		maxPer = max(maxPer, n)
+	}
+	if len(got) != crashTotal-len(lost) {
+		t.Errorf("deliveries recorded for %d contents, %d of them never sent", len(got), len(got)-(crashTotal-len(lost)))
+	}
+	if len(lost) > 0 {
+		t.Errorf("lost %d of %d messages, e.g. %q", len(lost), crashTotal, lost[:min(len(lost), 10)])
+	}
+	for _, content := range inflight {
+		if got[content] == "" {
+			t.Errorf("message %q, in worker 1's listener at the kill, was never processed", content)
+		}
+	}
+	if left, err := b.Redis.HLen(ctx, crashInflightKey(ns, 2)).Result(); err != nil || left != 0 {
+		t.Errorf("worker 2 left %d listeners unfinished (%v)", left, err)
+	}
+	st, err = c.Stats(ctx, crashTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Store != 0 || st.Retry != 0 || st.Prepare != 0 || st.Dead != 0 {
+		t.Errorf("after recovery: store %d, retry %d, prepare %d, dead %d; want all 0", st.Store, st.Retry, st.Prepare, st.Dead)
+	}
+	t.Logf("%s %s: sent %d, processed %d, lost %d, deliveries %d, duplicates %d (max %d per message), recovery %v after the kill",
+		b.Name, sc.name, crashTotal, len(got), len(lost), deliveries, deliveries-int64(len(got)), maxPer,
+		recovery.Round(time.Millisecond))
+}
