@@ -20,7 +20,10 @@ package rmq_test
 //
 // Processed = HLEN deliveries, duplicates = the sum of deliveries beyond one
 // per content, and the inflight hash of the killed worker names the messages
-// it was in the middle of when it died.
+// it was in the middle of when it died. So that the kill surely lands
+// mid-listener, worker 1's listener blocks on one message (the first of its
+// slot) until the process dies, while its other threads keep consuming; the
+// parent kills it once that listener runs and enough messages are processed.
 
 import (
 	"context"
@@ -31,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +55,8 @@ const (
 	crashTimeoutEnv = "RMQ_CRASH_TIMEOUT" // consume timeout, time.ParseDuration
 	crashThreadsEnv = "RMQ_CRASH_THREADS" // consumer threads
 	crashDelayEnv   = "RMQ_CRASH_DELAY"   // listener sleep per message, time.ParseDuration
+	crashBatchEnv   = "RMQ_CRASH_BATCH"   // batch size (rmq.WithBatchSize)
+	crashHoldEnv    = "RMQ_CRASH_HOLD"    // a content whose listener blocks until the process dies
 )
 
 // Parameters of the crash test.
@@ -60,6 +66,7 @@ const (
 	crashTimeout = 2 * time.Second
 	crashThreads = 8
 	crashDelay   = 3 * time.Millisecond
+	crashBatch   = 32
 
 	crashFirst  = 1500 // sent before worker 1 starts
 	crashDuring = 300  // sent while worker 1 consumes
@@ -94,7 +101,9 @@ func TestCrashHelperProcess(t *testing.T) {
 	timeout, err1 := time.ParseDuration(os.Getenv(crashTimeoutEnv))
 	delay, err2 := time.ParseDuration(os.Getenv(crashDelayEnv))
 	threads, err3 := strconv.Atoi(os.Getenv(crashThreadsEnv))
-	if err := errors.Join(err1, err2, err3); err != nil {
+	batch, err4 := strconv.Atoi(os.Getenv(crashBatchEnv))
+	hold := os.Getenv(crashHoldEnv)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		t.Fatalf("worker %d: bad environment: %v", worker, err)
 	}
 	var b testenv.Backend
@@ -110,7 +119,8 @@ func TestCrashHelperProcess(t *testing.T) {
 	deliveries, inflight := crashDeliveriesKey(ns), crashInflightKey(ns, worker)
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	c, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithConsumeTimeout(timeout), rmq.WithLogger(logger))
+	c, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithConsumeTimeout(timeout),
+		rmq.WithBatchSize(batch), rmq.WithLogger(logger))
 	if err != nil {
 		t.Fatalf("worker %d: %v", worker, err)
 	}
@@ -118,6 +128,10 @@ func TestCrashHelperProcess(t *testing.T) {
 		content := string(m.Content)
 		if err := b.Redis.HSet(ctx, inflight, content, m.Attempt).Err(); err != nil {
 			return err
+		}
+		if content == hold { // mid-listener for sure when the parent kills us
+			<-ctx.Done()
+			return ctx.Err()
 		}
 		time.Sleep(delay)
 		// Record the delivery; an error rolls the message back (retried), so a
@@ -160,9 +174,10 @@ type crashWorker struct {
 	err   error         // what cmd.Wait returned, once done
 }
 
-// startCrashWorker starts worker id. A cleanup kills it if it still runs
-// when the test ends, reaps it, and shows its output if the test failed.
-func startCrashWorker(t *testing.T, b testenv.Backend, ns string, id int) *crashWorker {
+// startCrashWorker starts worker id; its listener blocks on content hold
+// (none if empty). A cleanup kills it if it still runs when the test ends,
+// reaps it, and shows its output if the test failed.
+func startCrashWorker(t *testing.T, b testenv.Backend, ns string, id int, hold string) *crashWorker {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), fmt.Sprintf("worker-%d.log", id))
 	logFile, err := os.Create(logPath)
@@ -179,6 +194,8 @@ func startCrashWorker(t *testing.T, b testenv.Backend, ns string, id int) *crash
 		crashTimeoutEnv+"="+crashTimeout.String(),
 		crashThreadsEnv+"="+strconv.Itoa(crashThreads),
 		crashDelayEnv+"="+crashDelay.String(),
+		crashBatchEnv+"="+strconv.Itoa(crashBatch),
+		crashHoldEnv+"="+hold,
 		"RMQ_REDIS_ADDR="+os.Getenv("RMQ_REDIS_ADDR"),
 		"RMQ_CLUSTER_ADDRS="+os.Getenv("RMQ_CLUSTER_ADDRS"),
 	)
@@ -269,12 +286,12 @@ func (w *crashWorker) checkOutput(t *testing.T) {
 }
 
 // crashWaitFor polls cond every interval until it holds, failing t after
-// within or as soon as a watched worker exits.
-func crashWaitFor(t *testing.T, what string, within, interval time.Duration, cond func() (bool, error), watch ...*crashWorker) {
+// within (with cond's last status) or as soon as a watched worker exits.
+func crashWaitFor(t *testing.T, what string, within, interval time.Duration, cond func() (bool, string, error), watch ...*crashWorker) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		ok, err := cond()
+		ok, status, err := cond()
 		if err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
@@ -283,11 +300,11 @@ func crashWaitFor(t *testing.T, what string, within, interval time.Duration, con
 		}
 		for _, w := range watch {
 			if w.exited() {
-				t.Fatalf("waiting for %s: worker %d exited: %v", what, w.id, w.err)
+				t.Fatalf("waiting for %s (%s): worker %d exited: %v", what, status, w.id, w.err)
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not after %v", what, within)
+			t.Fatalf("waiting for %s: not after %v (%s)", what, within, status)
 		}
 		time.Sleep(interval)
 	}
@@ -305,7 +322,7 @@ type crashScenario struct {
 func TestCrash(t *testing.T) {
 	scenarios := []crashScenario{
 		{name: "early-kill", typ: rmq.Priority, killAt: 150},
-		{name: "late-kill", typ: rmq.FixedTime, killAt: 1400},
+		{name: "late-kill", typ: rmq.FixedTime, killAt: 1350},
 	}
 	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
 		for _, sc := range scenarios {
@@ -327,7 +344,16 @@ func testCrash(t *testing.T, b testenv.Backend, sc crashScenario) {
 		t.Fatal(err)
 	}
 	deliveriesKey := crashDeliveriesKey(ns)
+	// Worker 1's listener blocks on held, so a listener is surely running when
+	// worker 1 is killed; the other threads keep consuming meanwhile.
+	held := crashContent(0)
 	processed := func() (int64, error) { return b.Redis.HLen(ctx, deliveriesKey).Result() }
+	atLeast := func(want int64) func() (bool, string, error) {
+		return func() (bool, string, error) {
+			n, err := processed()
+			return n >= want, fmt.Sprintf("%d processed", n), err
+		}
+	}
 
 	send := func(from, to int) {
 		t.Helper()
@@ -337,12 +363,16 @@ func testCrash(t *testing.T, b testenv.Backend, sc crashScenario) {
 			var msgs []rmq.OutgoingMessage
 			for i := start; i < min(start+chunk, to); i++ {
 				content := []byte(crashContent(i))
+				// The held message comes first in its slot: top priority, earliest time.
+				prio, due := int64(17+i%1000), now.Add(60*time.Millisecond+time.Duration(i%40)*time.Millisecond)
+				if string(content) == held {
+					prio, due = 1<<40, now.Add(50*time.Millisecond)
+				}
 				switch sc.typ {
 				case rmq.Priority:
-					msgs = append(msgs, rmq.PriorityMessage{Topic: crashTopic, Content: content, Priority: int64(17 + i%1000)})
+					msgs = append(msgs, rmq.PriorityMessage{Topic: crashTopic, Content: content, Priority: prio})
 				case rmq.FixedTime:
-					msgs = append(msgs, rmq.FixedTimeMessage{Topic: crashTopic, Content: content,
-						FixedTime: now.Add(5*time.Millisecond + time.Duration(i%40)*time.Millisecond)})
+					msgs = append(msgs, rmq.FixedTimeMessage{Topic: crashTopic, Content: content, FixedTime: due})
 				}
 			}
 			if err := c.Producer().SendBatch(ctx, msgs...); err != nil {
@@ -353,12 +383,18 @@ func testCrash(t *testing.T, b testenv.Backend, sc crashScenario) {
 
 	// Worker 1 consumes under load and is killed mid-listener.
 	send(0, crashFirst)
-	w1 := startCrashWorker(t, b, ns, 1)
-	crashWaitFor(t, "worker 1 to start processing", 20*time.Second, 5*time.Millisecond,
-		func() (bool, error) { n, err := processed(); return n > 0, err }, w1)
+	w1 := startCrashWorker(t, b, ns, 1, held)
+	crashWaitFor(t, "worker 1 to start processing", 20*time.Second, 5*time.Millisecond, atLeast(1), w1)
 	send(crashFirst, crashFirst+crashDuring)
-	crashWaitFor(t, fmt.Sprintf("worker 1 to process %d messages", sc.killAt), 20*time.Second, time.Millisecond,
-		func() (bool, error) { n, err := processed(); return n >= int64(sc.killAt), err }, w1)
+	crashWaitFor(t, fmt.Sprintf("worker 1 to process %d messages with %q in its listener", sc.killAt, held),
+		20*time.Second, time.Millisecond, func() (bool, string, error) {
+			ok, status, err := atLeast(int64(sc.killAt))()
+			if err != nil || !ok {
+				return ok, status, err
+			}
+			running, err := b.Redis.HExists(ctx, crashInflightKey(ns, 1), held).Result()
+			return running, status + fmt.Sprintf(", %q running: %v", held, running), err
+		}, w1)
 	w1.kill(t)
 	killed := time.Now()
 
@@ -380,22 +416,31 @@ func testCrash(t *testing.T, b testenv.Backend, sc crashScenario) {
 	if st.Prepare == 0 {
 		t.Fatalf("prepare is empty right after the kill (stats %+v): the kill did not catch deliveries in flight", st)
 	}
-	if len(inflight) == 0 {
-		t.Fatalf("no listener of worker 1 was running at the kill")
+	if !slices.Contains(inflight, held) {
+		t.Fatalf("the listener of %q was not running at the kill; running: %q", held, inflight)
 	}
-	t.Logf("killed worker 1 at %d/%d processed: prepare %d, store %d, listeners running %d",
-		atKill, crashFirst+crashDuring, st.Prepare, st.Store, len(inflight))
+	t.Logf("killed worker 1 at %d/%d processed (%d committed): prepare %d, store %d, listeners running %d (1 held)",
+		atKill, crashFirst+crashDuring, crashFirst+crashDuring-st.Store-st.Prepare-st.Dead, st.Prepare, st.Store, len(inflight))
 
 	// Worker 2 must process everything: what was left in store at once, what
 	// worker 1 held in prepare after the consume timeout.
 	send(crashFirst+crashDuring, crashTotal)
-	w2 := startCrashWorker(t, b, ns, 2)
+	w2 := startCrashWorker(t, b, ns, 2, "")
 	crashWaitFor(t, fmt.Sprintf("all %d messages processed", crashTotal), crashRecoveryBound, 20*time.Millisecond,
-		func() (bool, error) { n, err := processed(); return n >= crashTotal, err }, w2)
+		func() (bool, string, error) {
+			ok, status, err := atLeast(crashTotal)()
+			if !ok && err == nil {
+				if st, err := c.Stats(ctx, crashTopic); err == nil {
+					status += fmt.Sprintf("; store %d, retry %d, prepare %d, dead %d", st.Store, st.Retry, st.Prepare, st.Dead)
+				}
+			}
+			return ok, status, err
+		}, w2)
 	recovery := time.Since(killed)
-	crashWaitFor(t, "store, retry and prepare to empty", 10*time.Second, 20*time.Millisecond, func() (bool, error) {
+	crashWaitFor(t, "store, retry and prepare to empty", 10*time.Second, 20*time.Millisecond, func() (bool, string, error) {
 		st, err := c.Stats(ctx, crashTopic)
-		return err == nil && st.Store == 0 && st.Retry == 0 && st.Prepare == 0, err
+		return err == nil && st.Store == 0 && st.Retry == 0 && st.Prepare == 0,
+			fmt.Sprintf("store %d, retry %d, prepare %d", st.Store, st.Retry, st.Prepare), err
 	}, w2)
 	w2.stop(t, 15*time.Second)
 	w1.checkOutput(t)

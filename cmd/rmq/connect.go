@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -17,10 +18,11 @@ type redisFlags struct {
 	cluster bool
 }
 
-// addRedisFlags defines -redis (with default def) and -cluster on fs.
-func addRedisFlags(fs *flag.FlagSet, def, what string) *redisFlags {
+// addRedisFlags defines -redis (with default def and usage text usage) and
+// -cluster on fs.
+func addRedisFlags(fs *flag.FlagSet, def, usage string) *redisFlags {
 	f := &redisFlags{}
-	fs.StringVar(&f.addrs, "redis", def, "Redis `ADDR[,ADDR…]`"+what+"; several addresses mean a Redis Cluster")
+	fs.StringVar(&f.addrs, "redis", def, usage+"; several addresses mean a Redis Cluster")
 	fs.BoolVar(&f.cluster, "cluster", false, "treat a single -redis address as a Redis Cluster node")
 	return f
 }
@@ -39,17 +41,34 @@ func (f *redisFlags) list() []string {
 // dial returns a client of the Redis (or Cluster) at addrs once it answers
 // PING. The caller closes it.
 func dial(ctx context.Context, addrs []string, cluster bool) (redis.UniversalClient, error) {
+	r, err := newRedis(addrs, cluster)
+	if err != nil {
+		return nil, err
+	}
+	if err := ping(ctx, r, addrs); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// newRedis returns a client of the Redis (or Cluster) at addrs; it connects
+// on first use.
+func newRedis(addrs []string, cluster bool) (redis.UniversalClient, error) {
 	if len(addrs) == 0 {
 		return nil, usagef("-redis needs at least one address")
 	}
-	r := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: cluster})
+	return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: cluster}), nil
+}
+
+// ping checks that r answers within a few seconds.
+func ping(ctx context.Context, r redis.UniversalClient, addrs []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := r.Ping(ctx).Err(); err != nil {
-		r.Close()
-		return nil, fmt.Errorf("redis %s: %w", strings.Join(addrs, ","), err)
+		return fmt.Errorf("redis %s: %w", strings.Join(addrs, ","), err)
 	}
-	return r, nil
+	return nil
 }
 
 // adminFlags are the flags every admin subcommand takes.
@@ -60,26 +79,34 @@ type adminFlags struct {
 
 // addAdminFlags defines -redis, -cluster and -namespace on fs.
 func addAdminFlags(fs *flag.FlagSet) *adminFlags {
-	f := &adminFlags{redis: addRedisFlags(fs, "127.0.0.1:6379", "")}
-	fs.StringVar(&f.namespace, "namespace", "rmq", "the RMQ `NS` whose topics to use")
+	f := &adminFlags{redis: addRedisFlags(fs, "127.0.0.1:6379", "the Redis at `ADDR[,ADDR…]`")}
+	fs.StringVar(&f.namespace, "namespace", "rmq", "the RMQ namespace `NS` of the topics")
 	return f
 }
 
 // connect returns an RMQ client of the namespace, and a function that closes
-// it and its Redis client.
+// it and its Redis client. A bad namespace is a usage error.
 func (f *adminFlags) connect(ctx context.Context) (*rmq.Client, func(), error) {
-	r, err := dial(ctx, f.redis.list(), f.redis.cluster)
+	addrs := f.redis.list()
+	r, err := newRedis(addrs, f.redis.cluster)
 	if err != nil {
 		return nil, nil, err
 	}
 	c, err := rmq.New(r, rmq.WithNamespace(f.namespace))
 	if err != nil {
 		r.Close()
+		if errors.Is(err, rmq.ErrInvalidNamespace) {
+			return nil, nil, usagef("%s", strings.TrimPrefix(err.Error(), "rmq: "))
+		}
 		return nil, nil, err
 	}
 	closeAll := func() {
 		c.Close(context.Background()) // never started: returns at once
 		r.Close()
+	}
+	if err := ping(ctx, r, addrs); err != nil {
+		closeAll()
+		return nil, nil, err
 	}
 	return c, closeAll, nil
 }

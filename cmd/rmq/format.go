@@ -45,12 +45,14 @@ func (p *printer) elapsed(t time.Time) string {
 	return fmt.Sprintf("%+.3fs", t.Sub(p.start).Seconds())
 }
 
-// table writes rows under header, in aligned columns.
+// table writes rows under header (none if nil), in aligned columns.
 func (p *printer) table(header []string, rows [][]string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	if header != nil {
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+	}
 	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
@@ -93,4 +95,21 @@ func plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return itoa(n) + " " + noun + "s"
+}
+
+// joinInts formats numbers as "1, 2, 3".
+func joinInts(ns []int64) string {
+	s := ""
+	for i, n := range ns {
+		if i > 0 {
+			s += ", "
+		}
+		s += itoa(n)
+	}
+	return s
+}
+
+// millis formats d in milliseconds with one decimal, e.g. "1.3 ms".
+func millis(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 }

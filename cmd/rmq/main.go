@@ -2,12 +2,12 @@
 //
 // Usage:
 //
-//	rmq demo [-keep] [-redis ADDR[,ADDR…]] [-v]
-//	rmq topics [-redis ADDR[,ADDR…]] [-namespace NS]
-//	rmq stats [flags] TOPIC
-//	rmq dead [flags] TOPIC
+//	rmq demo [-keep] [-redis ADDR[,ADDR…] [-cluster]] [-v] [-deadline D]
+//	rmq topics [-redis ADDR[,ADDR…]] [-cluster] [-namespace NS]
+//	rmq stats [flags] [-all] TOPIC
+//	rmq dead [flags] [-limit N] TOPIC
 //	rmq requeue [flags] TOPIC [CONTENT…]
-//	rmq purge [flags] TOPIC
+//	rmq purge [flags] [-yes] TOPIC
 //	rmq help [SUBCOMMAND]
 //
 // "rmq demo" needs nothing: it starts an in-process Redis (miniredis), runs a
@@ -35,6 +35,7 @@ import (
 	"syscall"
 )
 
+// main runs rmq with the process's arguments; Ctrl-C cancels the context.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
@@ -63,9 +64,13 @@ type command struct {
 	synopsis string // the arguments after the flags, e.g. "TOPIC [CONTENT…]"
 	summary  string // one line for "rmq help"
 	// setup defines the subcommand's flags on fs and returns the function
-	// that runs it with the positional arguments left after the flags.
-	setup func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
+	// that runs it.
+	setup func(fs *flag.FlagSet) runFunc
 }
+
+// runFunc runs a subcommand with the positional arguments left after its
+// flags.
+type runFunc func(ctx context.Context, e *env, args []string) error
 
 // commands is the dispatch table, in the order "rmq help" lists them. The
 // ZooKeeper subcommands "workers" and "assignment TOPIC" are to be added here.
@@ -91,6 +96,7 @@ func lookup(name string) *command {
 // usageError is bad command-line usage: rmq prints it and exits 2.
 type usageError struct{ msg string }
 
+// Error returns the message.
 func (e *usageError) Error() string { return e.msg }
 
 // usagef returns a usageError.

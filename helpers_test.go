@@ -1,0 +1,121 @@
+package rmq_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// newClient returns a client in a namespace of its own on b.
+func newClient(t *testing.T, b testenv.Backend, opts ...rmq.Option) *rmq.Client {
+	t.Helper()
+	opts = append([]rmq.Option{rmq.WithNamespace(testenv.Namespace(t, b))}, opts...)
+	c, err := rmq.New(b.Redis, opts...)
+	require.NoError(t, err)
+	return c
+}
+
+// define defines a topic or fails the test.
+func define(t *testing.T, c *rmq.Client, name string, slots int, typ rmq.TopicType) {
+	t.Helper()
+	require.NoError(t, c.DefineTopic(context.Background(), rmq.Topic{Name: name, SlotAmount: slots, Type: typ}))
+}
+
+// run starts c in the background; the test's cleanup closes it and checks
+// that Start returned nil.
+func run(t *testing.T, c *rmq.Client) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Start(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, c.Close(ctx))
+		require.NoError(t, <-done)
+	})
+}
+
+// delivery is one listener call.
+type delivery struct {
+	content string
+	msg     rmq.Message
+	at      time.Time
+}
+
+// recorder is a listener that records deliveries and fails as told.
+type recorder struct {
+	mu    sync.Mutex
+	calls []delivery
+	fail  func(m *rmq.Message) error // nil: succeed
+	seen  chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{seen: make(chan struct{}, 1<<16)} }
+
+func (r *recorder) OnMessage(_ context.Context, m *rmq.Message) error {
+	r.mu.Lock()
+	r.calls = append(r.calls, delivery{content: string(m.Content), msg: *m, at: time.Now()})
+	fail := r.fail
+	r.mu.Unlock()
+	r.seen <- struct{}{}
+	if fail != nil {
+		return fail(m)
+	}
+	return nil
+}
+
+func (r *recorder) snapshot() []delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]delivery(nil), r.calls...)
+}
+
+func (r *recorder) contents() []string {
+	var out []string
+	for _, d := range r.snapshot() {
+		out = append(out, d.content)
+	}
+	return out
+}
+
+// waitCalls waits until the recorder has seen n calls.
+func (r *recorder) waitCalls(t *testing.T, n int, within time.Duration) []delivery {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		if calls := r.snapshot(); len(calls) >= n {
+			return calls
+		}
+		select {
+		case <-r.seen:
+		case <-deadline:
+			t.Fatalf("saw %d listener calls, want %d within %v: %v", len(r.snapshot()), n, within, r.contents())
+		}
+	}
+}
+
+// eventually polls cond until it holds or within passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stats reads the topic's stats or fails the test.
+func stats(t *testing.T, c *rmq.Client, topic string) rmq.Stats {
+	t.Helper()
+	st, err := c.Stats(context.Background(), topic)
+	require.NoError(t, err)
+	return st
+}
