@@ -11,16 +11,25 @@ import (
 	"github.com/rmq-go/rmq/internal/rdb"
 )
 
+// flushEvery bounds how long a finished message's outcome waits in a batch
+// before it is sent on its own.
+const flushEvery = 100 * time.Millisecond
+
 // deliver hands a popped batch to the listener one message at a time and
-// records each outcome in s.pending (sent with the slot's next cycle). A
-// message not yet started when the lease is revoked or lost, or when the
-// batch has run for half the consume timeout, is restored as it was: its
-// original score, no retry spent.
-func (t *thread) deliver(s *slotState, res rdb.CycleResult, popped time.Time) {
+// records each outcome in s.pending, sent with the slot's next cycle (or on
+// its own when the batch runs long). A message not yet started when the
+// lease is revoked or lost, or when the batch has run for half the consume
+// timeout, is restored as it was: its original score, no retry spent.
+func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult, popped time.Time) {
 	c := t.sub.c
 	deadline := popped.Add(c.cfg.consumeTimeout / 2)
 	popSecond := res.NowMs / 1000 * 1000
+	flushed := popped
 	for i, p := range res.Popped {
+		if now := time.Now(); len(s.pending) > 0 && now.Sub(flushed) >= flushEvery {
+			_ = t.flush(hard, s) // on failure they go with the next cycle
+			flushed = now
+		}
 		if isClosed(s.lease.Revoking()) || !s.lease.Valid() || time.Now().After(deadline) {
 			for _, q := range res.Popped[i:] {
 				s.pending = append(s.pending, rdb.Outcome{Member: q.Member,

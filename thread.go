@@ -89,6 +89,7 @@ func (t *thread) wake(slot int, dueMs int64) {
 func (t *thread) run(hard context.Context, quit <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var last *slotState // the slot served last, whose outcomes may still be pending
 	for {
 		t.absorb(hard)
 		select {
@@ -100,6 +101,12 @@ func (t *thread) run(hard context.Context, quit <-chan struct{}) {
 		default:
 		}
 		s, wait := t.pick(time.Now())
+		if last != nil && last != s && len(last.pending) > 0 && t.slots[last.lease.Slot()] == last {
+			// Moving on: settle now rather than with the slot's next cycle, so
+			// prepare shows only work in hand and a crash repeats little.
+			_ = t.flush(hard, last) // on failure they go with the next cycle
+		}
+		last = s
 		if s == nil {
 			timer.Reset(wait)
 			select {
@@ -167,14 +174,25 @@ func (t *thread) release(hard context.Context, s *slotState) {
 	s.lease.Release()
 }
 
+// flush sends a slot's pending outcomes once.
+func (t *thread) flush(hard context.Context, s *slotState) error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	_, err := t.sub.c.broker.Cycle(hard, s.keys, t.request(s, 0))
+	if err == nil {
+		s.pending = s.pending[:0]
+	}
+	return err
+}
+
 // settle sends a slot's pending outcomes, retrying Redis failures for a while.
 // Outcomes that cannot be sent stay in prepare and time out: their messages
 // are delivered again (duplicates, never a loss).
 func (t *thread) settle(hard context.Context, s *slotState) {
 	for attempt := 1; len(s.pending) > 0; attempt++ {
-		_, err := t.sub.c.broker.Cycle(hard, s.keys, t.request(s, 0))
+		err := t.flush(hard, s)
 		if err == nil {
-			s.pending = s.pending[:0]
 			return
 		}
 		if attempt == 5 || hard.Err() != nil {
@@ -252,7 +270,7 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		s.next = t.nextLook(res, now)
 		return
 	}
-	t.deliver(s, res, now)
+	t.deliver(hard, s, res, now)
 	s.next = time.Time{} // look again at once: more may be due, and the outcomes go along
 }
 
