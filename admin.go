@@ -10,7 +10,9 @@ import (
 
 // Stats are the message counts of a topic.
 type Stats struct {
-	Topic string
+	Topic      string
+	Type       TopicType
+	SlotAmount int
 	// Store counts pending messages: waiting to be due or popped, including
 	// Retry ones waiting out a retry backoff.
 	Store int64
@@ -36,7 +38,7 @@ func (c *Client) Stats(ctx context.Context, topic string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	st := Stats{Topic: t.Name, Slots: make([]SlotStats, len(counts))}
+	st := Stats{Topic: t.Name, Type: t.Type, SlotAmount: t.SlotAmount, Slots: make([]SlotStats, len(counts))}
 	for i, n := range counts {
 		ss := SlotStats{Slot: i, Store: n.Store + n.Retry, Retry: n.Retry, Prepare: n.Prepare, Dead: n.Dead}
 		st.Slots[i] = ss

@@ -24,7 +24,8 @@ type Message struct {
 	// Attempt counts deliveries: 1 on the first, MaxRetries+1 on the last.
 	Attempt int
 	// Due is when a RangeMerge or FixedTime message became due (zero on a retry
-	// and for Priority topics).
+	// and for Priority topics): the sender's time rounded up to the
+	// millisecond, since delivery is never early.
 	Due time.Time
 	// Priority is the priority of a Priority message (0 on a retry).
 	Priority int64

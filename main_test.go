@@ -1,0 +1,13 @@
+package rmq_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if any test leaves a goroutine behind: every
+// Start must end with its threads, wake-up listener and flushers gone.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
