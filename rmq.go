@@ -22,6 +22,7 @@ package rmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -138,12 +139,13 @@ func (c *Client) Start(ctx context.Context) error {
 	defer close(c.done)
 	defer stop()
 
-	member := coordinator.Member{}
+	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout}
 	quit := make(chan struct{})
 	var threads sync.WaitGroup
 	for _, s := range subs {
 		member.Topics = append(member.Topics, coordinator.TopicThreads{
-			Topic: s.topic.Name, SlotAmount: s.topic.SlotAmount, Threads: len(s.threads)})
+			Topic: s.topic.Name, SlotAmount: s.topic.SlotAmount, Threads: len(s.threads),
+			Definition: encodeTopic(s.topic.Topic)})
 		for _, t := range s.threads {
 			threads.Go(func() { t.run(c.hard, quit) })
 		}
@@ -161,6 +163,9 @@ func (c *Client) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.state = stateClosed
 	c.mu.Unlock()
+	if errors.Is(err, coordinator.ErrTopicConflict) {
+		return fmt.Errorf("%w: %v", ErrTopicConflict, err)
+	}
 	if err != nil {
 		return fmt.Errorf("rmq: coordinator: %w", err)
 	}

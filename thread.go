@@ -238,8 +238,15 @@ func (t *thread) request(s *slotState, max int) *rdb.CycleRequest {
 
 // serve runs one cycle on s: settle its outcomes, pop a batch, deliver it.
 func (t *thread) serve(hard context.Context, s *slotState) {
-	if isClosed(s.lease.Revoking()) || !s.lease.Valid() {
+	if isClosed(s.lease.Revoking()) {
 		t.release(hard, s)
+		return
+	}
+	if !s.lease.Valid() {
+		// The coordinator cannot vouch for the slot right now (no recent
+		// heartbeat): pop nothing, settle what is pending, look again soon.
+		_ = t.flush(hard, s)
+		s.next = time.Now().Add(invalidLeaseRecheck)
 		return
 	}
 	c := t.sub.c
@@ -284,6 +291,10 @@ func (t *thread) nextLook(res rdb.CycleResult, now time.Time) time.Time {
 	}
 	return now.Add(min(time.Duration(res.NextMs-res.NowMs)*time.Millisecond, poll))
 }
+
+// invalidLeaseRecheck is how often a slot whose lease is not valid right now
+// is looked at again (no Redis call is made for it).
+const invalidLeaseRecheck = 50 * time.Millisecond
 
 // redisBackoff is the pause after n consecutive Redis failures: 50ms doubling
 // to 5s.

@@ -3,11 +3,13 @@ package rmq
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/rmq-go/rmq/coordinator"
 	"github.com/rmq-go/rmq/internal/rdb"
 )
 
@@ -182,19 +184,22 @@ func (c *Client) DefineTopic(ctx context.Context, t Topic) error {
 				t.Name, old.Type, old.SlotAmount, t.Type, t.SlotAmount)
 		}
 	}
-	if r, ok := c.cfg.coordinator.(topicRecorder); ok {
-		if err := r.RecordTopic(ctx, t.Name, def); err != nil {
-			return fmt.Errorf("rmq: define topic %q in coordinator: %w", t.Name, err)
+	if r, ok := c.cfg.coordinator.(coordinator.TopicRecorder); ok {
+		if err := r.RecordTopic(ctx, c.cfg.namespace, t.Name, def); err != nil {
+			return coordinatorTopicErr(t.Name, err)
 		}
 	}
 	c.topics.put(c.keys, t)
 	return nil
 }
 
-// topicRecorder is implemented by coordinators that keep topic definitions
-// (the ZooKeeper coordinator); a definition that conflicts with theirs fails.
-type topicRecorder interface {
-	RecordTopic(ctx context.Context, name, def string) error
+// coordinatorTopicErr wraps a coordinator's topic error, mapping its conflict
+// to ErrTopicConflict.
+func coordinatorTopicErr(name string, err error) error {
+	if errors.Is(err, coordinator.ErrTopicConflict) {
+		return fmt.Errorf("%w: topic %q: %v", ErrTopicConflict, name, err)
+	}
+	return fmt.Errorf("rmq: topic %q in coordinator: %w", name, err)
 }
 
 // lookupTopic returns a defined topic, from the cache or from Redis.

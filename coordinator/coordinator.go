@@ -8,19 +8,30 @@
 // ZooKeeper (slots spread over every live worker of a cluster).
 package coordinator
 
-import "context"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // Member describes what this process consumes.
 type Member struct {
+	// Namespace is the client's namespace; coordinators keep namespaces apart.
+	Namespace string
 	// Topics lists the subscribed topics with their threads.
 	Topics []TopicThreads
+	// DrainTimeout bounds how long a revoked slot may take to be released
+	// (the consume timeout): past it the coordinator takes the slot away
+	// (the lease turns invalid) and moves on.
+	DrainTimeout time.Duration
 }
 
 // TopicThreads is one subscribed topic.
 type TopicThreads struct {
 	Topic      string
 	SlotAmount int
-	Threads    int // threads of this process for the topic, ≥ 1
+	Threads    int    // threads of this process for the topic, ≥ 1
+	Definition string // the topic definition as stored in Redis (JSON)
 }
 
 // Handler receives the coordinator's decisions. Its methods must not block.
@@ -32,6 +43,17 @@ type Handler interface {
 	// message in hand finish, returns unstarted ones, settles outcomes, and
 	// then calls l.Release. The same signal is on l.Revoking().
 	Revoked(l *Lease)
+}
+
+// ErrTopicConflict is returned when a topic definition differs from the one
+// the coordinator recorded.
+var ErrTopicConflict = errors.New("rmq: topic definition conflicts with the coordinator's")
+
+// TopicRecorder is implemented by coordinators that keep topic definitions.
+type TopicRecorder interface {
+	// RecordTopic stores def for topic name of namespace unless one exists;
+	// a different existing definition fails with ErrTopicConflict.
+	RecordTopic(ctx context.Context, namespace, name, def string) error
 }
 
 // Coordinator assigns slots to threads.

@@ -137,3 +137,14 @@ func DeleteNamespace(c redis.UniversalClient, ns string) {
 	}
 	_ = del(ctx, c)
 }
+
+// ZooKeeper returns the client addresses of the real ZooKeeper ensemble
+// (RMQ_ZK_SERVERS), skipping or failing t when it is not set.
+func ZooKeeper(t testing.TB) []string {
+	t.Helper()
+	servers := os.Getenv("RMQ_ZK_SERVERS")
+	if servers == "" || testing.Short() {
+		Missing(t, "RMQ_ZK_SERVERS")
+	}
+	return strings.Split(servers, ",")
+}

@@ -1,0 +1,258 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// readAssignment refreshes t.desired when its assignment node changed.
+func (r *zkRun) readAssignment(t *zkTopic) error {
+	conn := r.sess.conn
+	path := r.paths.assignment(t.Topic)
+	var data []byte
+	var exists bool
+	err := r.watch(path, func() (<-chan zk.Event, error) {
+		d, _, ch, err := conn.GetW(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			_, _, ch, err = conn.ExistsW(path) // watch for its creation
+			return ch, err
+		}
+		data, exists = d, err == nil
+		return ch, err
+	})
+	if err != nil {
+		return fmt.Errorf("rmq: zookeeper assignment of %s: %w", t.Topic, err)
+	}
+	if !exists {
+		return nil // unchanged since the last look, or not written yet
+	}
+	var a assignmentNode
+	if err := json.Unmarshal(data, &a); err != nil {
+		r.log.Warn("rmq: unreadable assignment; keeping the last one", "topic", t.Topic, "err", err)
+		return nil
+	}
+	t.desired = a.Owners
+	return nil
+}
+
+// wants reports whether the assignment gives slot to this worker's thread.
+func (r *zkRun) wants(t *zkTopic, slot, thread int) bool {
+	return slot < len(t.desired) && t.desired[slot] == Owner{Worker: r.id, Thread: thread}
+}
+
+// applyAssignment revokes slots that move away, deletes the owner nodes of
+// released ones, and claims slots assigned here.
+func (r *zkRun) applyAssignment(t *zkTopic, sid int64) error {
+	now := time.Now()
+	for slot, c := range t.held {
+		want := r.wants(t, slot, c.thread)
+		released := isDone(c.lease.Released())
+		switch {
+		case !want && !c.moving && !released:
+			c.moving, c.drainBy = true, now.Add(r.m.DrainTimeout)
+			c.lease.Revoke()
+			r.h.Revoked(c.lease)
+			r.pokeWhen(c.lease.Released(), r.m.DrainTimeout)
+		case c.moving && !released && now.After(c.drainBy):
+			r.log.Warn("rmq: slot not released within the drain timeout; taking it away",
+				"topic", t.Topic, "slot", slot, "drain", r.m.DrainTimeout)
+			c.lease.Lose()
+			if err := r.drop(t, c, sid); err != nil {
+				return err
+			}
+		case released && (!want || c.moving):
+			if err := r.drop(t, c, sid); err != nil {
+				return err
+			}
+		case released && now.After(c.reissueAt):
+			// Released while still ours (the session was suspended): a new lease.
+			if !r.issue(t, c) {
+				continue
+			}
+		}
+	}
+	for slot, o := range t.desired {
+		if o.Worker != r.id || o.Thread >= t.Threads || t.held[slot] != nil {
+			continue
+		}
+		if err := r.claim(t, slot, o.Thread, sid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// claim creates the slot's owner node; if another worker still holds it, a
+// watch on the node brings the next attempt when it goes.
+func (r *zkRun) claim(t *zkTopic, slot, thread int, sid int64) error {
+	conn := r.sess.conn
+	path := r.paths.owner(t.Topic, slot)
+	data, _ := json.Marshal(ownerNode{Worker: r.id, Thread: thread})
+	_, err := conn.Create(path, data, zk.FlagEphemeral, r.z.acl)
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("rmq: zookeeper claim %s: %w", path, err)
+	}
+	var st *zk.Stat
+	err = r.watch(path, func() (<-chan zk.Event, error) {
+		ok, s, ch, err := conn.ExistsW(path)
+		if ok {
+			st = s
+		}
+		return ch, err
+	})
+	if err != nil {
+		return fmt.Errorf("rmq: zookeeper claim %s: %w", path, err)
+	}
+	if st == nil {
+		// Watch already armed (held by someone else, unchanged) or gone again.
+		if _, s, err := conn.Exists(path); err == nil && s != nil {
+			st = s
+		}
+	}
+	if st == nil || st.EphemeralOwner != sid {
+		return nil // another worker holds it: wait for its node to go
+	}
+	c := &zkHeld{slot: slot, thread: thread, token: st.Czxid}
+	t.held[slot] = c
+	r.issue(t, c)
+	return nil
+}
+
+// issue hands out a new lease on a held slot, once this session has a valid
+// lease deadline. It reports whether it did.
+func (r *zkRun) issue(t *zkTopic, c *zkHeld) bool {
+	r.mu.Lock()
+	if !r.live || r.leaseEnd <= monoNow() {
+		r.mu.Unlock()
+		if c.lease == nil {
+			// Placeholder so the slot reads as held and released.
+			c.lease = NewLease(t.Topic, c.slot, c.thread, c.token)
+			c.lease.Release()
+		}
+		return false // the heartbeat kicks when the deadline is valid again
+	}
+	l := NewLease(t.Topic, c.slot, c.thread, c.token)
+	l.deadline.Store(r.leaseEnd)
+	r.leases[l] = struct{}{}
+	r.mu.Unlock()
+	c.lease, c.moving, c.reissueAt = l, false, time.Now().Add(time.Second)
+	go r.forgetOnRelease(l)
+	r.h.Assigned(l)
+	return true
+}
+
+// forgetOnRelease drops a released lease from the live set and kicks the loop.
+func (r *zkRun) forgetOnRelease(l *Lease) {
+	select {
+	case <-l.Released():
+	case <-r.done:
+		return
+	}
+	r.mu.Lock()
+	delete(r.leases, l)
+	r.mu.Unlock()
+	r.poke()
+}
+
+// pokeWhen kicks the loop when ch closes or after d.
+func (r *zkRun) pokeWhen(ch <-chan struct{}, d time.Duration) {
+	go func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-r.done:
+			return
+		}
+		r.poke()
+	}()
+}
+
+// drop deletes the owner node of a held slot (if it is still this session's)
+// and forgets the claim. Only then may another worker claim the slot.
+func (r *zkRun) drop(t *zkTopic, c *zkHeld, sid int64) error {
+	conn := r.sess.conn
+	path := r.paths.owner(t.Topic, c.slot)
+	_, st, err := conn.Exists(path)
+	if err != nil {
+		return fmt.Errorf("rmq: zookeeper release %s: %w", path, err)
+	}
+	if st != nil && st.EphemeralOwner == sid {
+		if err := conn.Delete(path, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("rmq: zookeeper release %s: %w", path, err)
+		}
+	}
+	delete(t.held, c.slot)
+	return nil
+}
+
+// nextDeadline is how long the loop may sleep before a drain deadline or a
+// reissue falls due.
+func (r *zkRun) nextDeadline() time.Duration {
+	wait := 5 * time.Second
+	now := time.Now()
+	for _, t := range r.topics {
+		for _, c := range t.held {
+			if c.moving {
+				wait = min(wait, c.drainBy.Sub(now))
+			} else if isDone(c.lease.Released()) {
+				wait = min(wait, c.reissueAt.Sub(now))
+			}
+		}
+	}
+	return max(wait, 10*time.Millisecond)
+}
+
+// leave hands every slot back and leaves the group: revoke, wait for the
+// releases (up to the drain timeout), delete the owner nodes, then the
+// election and worker nodes. Closing the session afterwards removes anything
+// a failed delete left.
+func (r *zkRun) leave() {
+	var leases []*Lease
+	for _, t := range r.topics {
+		for _, c := range t.held {
+			if c.lease != nil && !isDone(c.lease.Released()) {
+				c.lease.Revoke()
+				r.h.Revoked(c.lease)
+				leases = append(leases, c.lease)
+			}
+		}
+	}
+	deadline := time.After(r.m.DrainTimeout)
+	for _, l := range leases {
+		select {
+		case <-l.Released():
+		case <-deadline:
+			l.Lose()
+		}
+	}
+	sid, _ := r.session()
+	if sid == 0 || sid != r.joined {
+		return
+	}
+	for _, t := range r.topics {
+		for _, c := range t.held {
+			_ = r.drop(t, c, sid)
+		}
+	}
+	conn := r.sess.conn
+	if r.election != "" {
+		_ = conn.Delete(r.paths.election()+"/"+r.election, -1)
+	}
+	_ = conn.Delete(r.paths.worker(r.id), -1)
+	r.log.Info("rmq: left")
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,157 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// elect reads the election and notes whether this worker leads.
+func (r *zkRun) elect() error {
+	conn := r.sess.conn
+	var children []string
+	err := r.watch(r.paths.election(), func() (<-chan zk.Event, error) {
+		c, _, ch, err := conn.ChildrenW(r.paths.election())
+		children = c
+		return ch, err
+	})
+	if err != nil {
+		return fmt.Errorf("rmq: zookeeper election: %w", err)
+	}
+	if children == nil {
+		return nil // unchanged since the last look
+	}
+	leader := electionLeader(children) == r.election
+	if leader != r.leader {
+		r.leader, r.dirty = leader, true
+		r.log.Info("rmq: leadership", "leader", leader)
+	}
+	return nil
+}
+
+// lead recomputes and writes the assignment of every topic any worker
+// subscribes, when membership changed since the last time.
+func (r *zkRun) lead() error {
+	conn := r.sess.conn
+	var ids []string
+	err := r.watch(r.paths.workers(), func() (<-chan zk.Event, error) {
+		c, _, ch, err := conn.ChildrenW(r.paths.workers())
+		ids = c
+		return ch, err
+	})
+	if err != nil {
+		return fmt.Errorf("rmq: zookeeper workers: %w", err)
+	}
+	if ids == nil && !r.dirty {
+		return nil
+	}
+	if ids == nil {
+		if ids, _, err = conn.Children(r.paths.workers()); err != nil {
+			return fmt.Errorf("rmq: zookeeper workers: %w", err)
+		}
+	}
+	byTopic := map[string][]WorkerThreads{}
+	alive := map[string]bool{}
+	for _, id := range ids {
+		alive[id] = true
+		w, ok := r.workers[id]
+		if !ok {
+			data, _, err := conn.Get(r.paths.worker(id))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue // left meanwhile; the children watch fires again
+			}
+			if err != nil {
+				return fmt.Errorf("rmq: zookeeper worker %s: %w", id, err)
+			}
+			if json.Unmarshal(data, &w) != nil {
+				r.log.Warn("rmq: unreadable worker node; ignoring it", "worker", id)
+				continue
+			}
+			r.workers[id] = w
+		}
+		for topic, threads := range w.Topics {
+			byTopic[topic] = append(byTopic[topic], WorkerThreads{Worker: id, Threads: threads})
+		}
+	}
+	for id := range r.workers {
+		if !alive[id] {
+			delete(r.workers, id)
+		}
+	}
+	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
+		if err := r.assignTopic(topic, byTopic[topic]); err != nil {
+			return err
+		}
+	}
+	r.dirty = false
+	return nil
+}
+
+// assignTopic writes the assignment of one topic if it changed. A concurrent
+// write by another (outgoing) leader fails the version check; the watch
+// brings the next round.
+func (r *zkRun) assignTopic(topic string, workers []WorkerThreads) error {
+	conn := r.sess.conn
+	slots, ok := r.slotsOf[topic]
+	if !ok {
+		data, _, err := conn.Get(r.paths.topic(topic))
+		if err != nil {
+			return fmt.Errorf("rmq: zookeeper topic %s: %w", topic, err)
+		}
+		var def struct {
+			SlotAmount int `json:"slotAmount"`
+		}
+		if json.Unmarshal(data, &def) != nil || def.SlotAmount < 1 {
+			r.log.Warn("rmq: unreadable topic definition; not assigning it", "topic", topic, "data", string(data))
+			return nil
+		}
+		slots = def.SlotAmount
+		r.slotsOf[topic] = slots
+	}
+	path := r.paths.assignment(topic)
+	var prev assignmentNode
+	data, st, err := conn.Get(path)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		st = nil
+	case err != nil:
+		return fmt.Errorf("rmq: zookeeper get %s: %w", path, err)
+	default:
+		_ = json.Unmarshal(data, &prev) // unreadable: start afresh
+	}
+	next := Assign(slots, workers, prev.Owners)
+	if slices.Equal(next, prev.Owners) {
+		return nil
+	}
+	out, _ := json.Marshal(assignmentNode{Generation: prev.Generation + 1, Owners: next})
+	if st == nil {
+		_, err = conn.Create(path, out, 0, r.z.acl)
+	} else {
+		_, err = conn.Set(path, out, st.Version)
+	}
+	if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) {
+		r.dirty = true
+		return fmt.Errorf("rmq: assignment of %s changed under us; recomputing", topic)
+	}
+	if err != nil {
+		return fmt.Errorf("rmq: zookeeper write %s: %w", path, err)
+	}
+	r.log.Info("rmq: assignment written", "topic", topic, "generation", prev.Generation+1,
+		"workers", len(workers), "moved", movedSlots(prev.Owners, next))
+	return nil
+}
+
+func movedSlots(prev, next []Owner) int {
+	n := 0
+	for i := range next {
+		if i >= len(prev) || prev[i] != next[i] {
+			n++
+		}
+	}
+	return n
+}
+

@@ -1,0 +1,380 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// zkRun is one Run of the ZooKeeper coordinator: one worker's membership,
+// on a ZooKeeper session of its own.
+//
+// A single loop goroutine does all ZooKeeper reads and writes (reconcile);
+// watches, lease releases and session events only kick it. Two things happen
+// outside the loop because they must not wait for it: the session callback
+// invalidates every lease the moment the connection is lost, and the
+// heartbeat extends lease deadlines after each successful round trip.
+type zkRun struct {
+	z     *ZooKeeper
+	m     Member
+	h     Handler
+	paths zkPaths
+	id    string
+	log   *slog.Logger
+	sess  *zkSession
+	kick  chan struct{}
+	done  chan struct{} // closed when Run ends
+
+	mu       sync.Mutex
+	live     bool                // a session is established
+	leaseEnd int64               // monotonic ns until which this session's leases hold
+	leases   map[*Lease]struct{} // handed out and not yet released
+	armed    map[string]bool     // paths with a watch in place
+
+	// Loop state.
+	joined   int64 // session id in which the worker and election nodes exist
+	election string
+	leader   bool
+	dirty    bool // the leader must recompute assignments
+	topics   map[string]*zkTopic
+	workers  map[string]workerNode // leader's cache of worker nodes
+	slotsOf  map[string]int        // leader's cache of topic slot amounts
+}
+
+// zkTopic is one subscribed topic in a run.
+type zkTopic struct {
+	TopicThreads
+	desired []Owner         // from the assignment node
+	held    map[int]*zkHeld // slots whose owner node is ours
+}
+
+// zkHeld is a slot whose owner node this session created.
+type zkHeld struct {
+	slot, thread int
+	token        int64
+	lease        *Lease
+	moving       bool      // revoked because the slot moves away: delete the node once released
+	drainBy      time.Time // when moving: take the slot away at this time
+	reissueAt    time.Time // released but still ours: earliest time for a new lease
+}
+
+func newZKRun(z *ZooKeeper, m Member, h Handler) *zkRun {
+	r := &zkRun{
+		z: z, m: m, h: h, paths: newZKPaths(z.cfg.Root, m.Namespace), id: z.cfg.WorkerID,
+		log:  z.log.With("worker", z.cfg.WorkerID, "namespace", m.Namespace),
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
+		leases: make(map[*Lease]struct{}), armed: make(map[string]bool),
+		topics: make(map[string]*zkTopic), workers: make(map[string]workerNode), slotsOf: make(map[string]int),
+	}
+	for _, t := range m.Topics {
+		r.topics[t.Topic] = &zkTopic{TopicThreads: t, held: make(map[int]*zkHeld)}
+	}
+	if r.m.DrainTimeout <= 0 {
+		r.m.DrainTimeout = 30 * time.Second
+	}
+	return r
+}
+
+func (r *zkRun) poke() { signal(r.kick) }
+
+// run connects, then reconciles on every kick until ctx ends.
+func (r *zkRun) run(ctx context.Context) error {
+	defer close(r.done)
+	sess, err := r.z.connect(ctx, r.onEvent)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	r.sess = sess
+	defer sess.conn.Close()
+	r.mu.Lock()
+	r.live = sess.conn.State() == zk.StateHasSession
+	r.mu.Unlock()
+
+	hbCtx, stopHB := context.WithCancel(ctx)
+	var hb sync.WaitGroup
+	hb.Go(func() { r.heartbeat(hbCtx) })
+	defer hb.Wait()
+	defer stopHB()
+
+	failures := 0
+	for {
+		err := r.reconcile()
+		var fatal *fatalError
+		if errors.As(err, &fatal) {
+			r.leave()
+			return fatal.err
+		}
+		var wait time.Duration
+		if err != nil {
+			failures++
+			wait = min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)
+			if failures == 1 || failures%10 == 0 {
+				r.log.Warn("rmq: zookeeper reconcile failed; retrying", "failures", failures, "err", err)
+			}
+		} else {
+			failures = 0
+			wait = r.nextDeadline()
+		}
+		select {
+		case <-ctx.Done():
+			r.leave()
+			return nil
+		case <-r.kick:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// fatalError ends Run: the configuration or the data is wrong, not the network.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+
+// onEvent runs on go-zookeeper's goroutine for every event; it must not block.
+func (r *zkRun) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	switch ev.State {
+	case zk.StateHasSession:
+		r.mu.Lock()
+		r.live = true
+		r.mu.Unlock()
+	case zk.StateDisconnected, zk.StateExpired, zk.StateAuthFailed:
+		r.suspend(ev.State)
+	default:
+		return
+	}
+	r.poke()
+}
+
+// suspend stops all consumption at once: the session may be gone, so no
+// lease may be trusted. Claims stay recorded: if the session comes back, its
+// owner nodes are still ours.
+func (r *zkRun) suspend(state zk.State) {
+	r.mu.Lock()
+	was := r.live
+	r.live, r.leaseEnd = false, 0
+	lost := make([]*Lease, 0, len(r.leases))
+	for l := range r.leases {
+		lost = append(lost, l)
+	}
+	r.mu.Unlock()
+	for _, l := range lost {
+		l.Lose()
+		r.h.Revoked(l)
+	}
+	if was {
+		r.log.Warn("rmq: zookeeper session suspended; stopped consuming", "state", state.String(), "slots", len(lost))
+	}
+}
+
+// heartbeat extends lease deadlines every sixth of the session timeout.
+func (r *zkRun) heartbeat(ctx context.Context) {
+	for ctx.Err() == nil {
+		r.beat()
+		sleepOrDone(ctx, r.sess.timeout(r.z.cfg.SessionTimeout)/6)
+	}
+}
+
+// beat syncs with the ensemble's leader and, on success, extends the leases.
+// A sync sent at t proves the session was alive after t, and the ensemble
+// will not expire it before t + timeout; leases run to t + timeout/2,
+// leaving half the timeout as margin for clocks and scheduling.
+func (r *zkRun) beat() bool {
+	sid, _ := r.session()
+	if sid == 0 {
+		return false
+	}
+	timeout := r.sess.timeout(r.z.cfg.SessionTimeout)
+	start := monoNow()
+	if _, err := r.sess.conn.Sync(r.paths.base); err != nil {
+		return false
+	}
+	r.extend(sid, start+int64(timeout/2))
+	return true
+}
+
+// extend moves the deadline of every live lease of session sid to end.
+func (r *zkRun) extend(sid int64, end int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.live || r.sess.conn.SessionID() != sid || end <= r.leaseEnd {
+		return
+	}
+	wasExpired := r.leaseEnd <= monoNow()
+	r.leaseEnd = end
+	for l := range r.leases {
+		l.deadline.Store(end)
+	}
+	if wasExpired {
+		r.poke() // reissues may be waiting for a valid deadline
+	}
+}
+
+// session returns the current session id and lease end, or 0 when suspended.
+func (r *zkRun) session() (int64, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.live {
+		return 0, 0
+	}
+	return r.sess.conn.SessionID(), r.leaseEnd
+}
+
+// reconcile brings ZooKeeper and the leases in line with the assignment.
+func (r *zkRun) reconcile() error {
+	sid, _ := r.session()
+	if sid == 0 {
+		return nil // suspended: wait for the session
+	}
+	if r.joined != sid {
+		r.forgetSession()
+		if err := r.join(); err != nil {
+			return err
+		}
+		r.joined, r.dirty = sid, true
+	}
+	if _, end := r.session(); end <= monoNow() {
+		r.beat() // leases need a fresh deadline before any is issued
+	}
+	if err := r.elect(); err != nil {
+		return err
+	}
+	if r.leader {
+		if err := r.lead(); err != nil {
+			return err
+		}
+	}
+	for _, t := range r.topics {
+		if err := r.readAssignment(t); err != nil {
+			return err
+		}
+		if err := r.applyAssignment(t, sid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forgetSession drops every claim of an earlier session: its owner nodes died
+// with it, and so did its leases (lost at suspension).
+func (r *zkRun) forgetSession() {
+	for _, t := range r.topics {
+		for _, c := range t.held {
+			if c.lease != nil {
+				c.lease.Lose()
+				r.h.Revoked(c.lease)
+			}
+		}
+		clear(t.held)
+	}
+	r.mu.Lock()
+	clear(r.armed)
+	r.mu.Unlock()
+	r.election, r.leader = "", false
+}
+
+// join checks topic definitions and registers the worker for this session.
+func (r *zkRun) join() error {
+	conn, acl := r.sess.conn, r.z.acl
+	for _, p := range []string{r.paths.workers(), r.paths.topics(), r.paths.election(), r.paths.assignments()} {
+		if err := ensurePath(conn, p, acl); err != nil {
+			return err
+		}
+	}
+	node := workerNode{ID: r.id, PID: os.Getpid(), Topics: map[string]int{}, Started: time.Now().UnixMilli()}
+	node.Host, _ = os.Hostname()
+	for _, t := range r.topics {
+		if err := ensurePath(conn, r.paths.owners(t.Topic), acl); err != nil {
+			return err
+		}
+		if t.Definition != "" {
+			if err := recordTopic(conn, r.paths, t.Topic, t.Definition, acl); err != nil {
+				if errors.Is(err, ErrTopicConflict) {
+					return &fatalError{err}
+				}
+				return err
+			}
+		}
+		node.Topics[t.Topic] = t.Threads
+	}
+	data, _ := json.Marshal(node)
+	sid := r.sess.conn.SessionID()
+	if err := createEphemeral(conn, r.paths.worker(r.id), data, acl, sid); err != nil {
+		if errors.Is(err, zk.ErrNodeExists) {
+			return &fatalError{fmt.Errorf("rmq: worker id %q is already registered by another live worker", r.id)}
+		}
+		return err
+	}
+	name, err := conn.CreateProtectedEphemeralSequential(r.paths.election()+"/"+r.id+"-n_", []byte(r.id), acl)
+	if err != nil {
+		return fmt.Errorf("rmq: zookeeper join election: %w", err)
+	}
+	r.election = name[len(r.paths.election())+1:]
+	r.log.Info("rmq: joined", "session", fmt.Sprintf("%#x", sid), "topics", node.Topics)
+	return nil
+}
+
+// createEphemeral creates an ephemeral node; a node left by this same session
+// (a create whose reply was lost) counts as created.
+func createEphemeral(conn *zk.Conn, path string, data []byte, acl []zk.ACL, sid int64) error {
+	_, err := conn.Create(path, data, zk.FlagEphemeral, acl)
+	if errors.Is(err, zk.ErrNodeExists) {
+		if _, st, err2 := conn.Exists(path); err2 == nil && st != nil && st.EphemeralOwner == sid {
+			return nil
+		}
+	}
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("rmq: zookeeper create %s: %w", path, err)
+	}
+	return err
+}
+
+// watch arms a one-shot watch on path (once until it fires) through arm,
+// which performs the read that sets it.
+func (r *zkRun) watch(path string, arm func() (<-chan zk.Event, error)) error {
+	if r.isArmed(path) {
+		return nil
+	}
+	ch, err := arm()
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.armed[path] = true
+	r.mu.Unlock()
+	go func() {
+		select {
+		case <-ch:
+		case <-r.done:
+			return
+		}
+		r.disarm(path)
+	}()
+	return nil
+}
+
+func (r *zkRun) isArmed(path string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.armed[path]
+}
+
+// disarm runs on a watch goroutine when the watch fires, then kicks the loop.
+func (r *zkRun) disarm(path string) {
+	r.mu.Lock()
+	delete(r.armed, path)
+	r.mu.Unlock()
+	r.poke()
+}

@@ -1,0 +1,192 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ErrInvalidConfig is returned by NewZooKeeper for a bad configuration.
+var ErrInvalidConfig = errors.New("rmq: invalid zookeeper config")
+
+// DigestAuth is ZooKeeper digest authentication ("user:password").
+type DigestAuth struct {
+	User     string
+	Password string
+}
+
+// ZooKeeperConfig configures the ZooKeeper coordinator.
+type ZooKeeperConfig struct {
+	// Servers are the ensemble's client addresses, "host:port". Required.
+	Servers []string
+	// SessionTimeout is the ZooKeeper session timeout. Default 10s. A worker
+	// that cannot reach ZooKeeper stops consuming within half of it; a crashed
+	// worker's slots move after it. The server clamps it to 2..20 × its
+	// tickTime; the coordinator uses the smaller of asked and granted.
+	SessionTimeout time.Duration
+	// Root is the path under which every namespace keeps its nodes. Default "/rmq".
+	Root string
+	// Auth, when set, authenticates the session with digest auth, and every
+	// node the coordinator creates is readable and writable by that identity
+	// only (ACL "auth"), unless ACL says otherwise. Never world-writable.
+	Auth *DigestAuth
+	// ACL overrides the ACL of created nodes. Without Auth the default is
+	// world-all (ZooKeeper's open default); with Auth it may not grant
+	// anything but read to the world.
+	ACL []zk.ACL
+	// WorkerID names this process among the workers. Default
+	// "<host>-<pid>-<random>"; must be unique among live workers.
+	WorkerID string
+	// Logger receives the coordinator's logs. Default: silent.
+	Logger *slog.Logger
+}
+
+// ZooKeeper is the coordinator for many processes: workers register in
+// ZooKeeper, one elected worker computes the assignment of slots to worker
+// threads, and each worker claims its slots with ephemeral owner nodes. A
+// slot is claimed only after its previous owner deleted its node (having
+// stopped and settled) or lost its session; see the README for the protocol.
+type ZooKeeper struct {
+	cfg ZooKeeperConfig
+	log *slog.Logger
+	acl []zk.ACL
+
+	mu    sync.Mutex
+	admin *zk.Conn // for RecordTopic and the admin reads; lazily connected
+}
+
+var (
+	_ Coordinator   = (*ZooKeeper)(nil)
+	_ TopicRecorder = (*ZooKeeper)(nil)
+)
+
+// NewZooKeeper validates cfg and returns the coordinator. It connects when
+// first used (DefineTopic or Start of the rmq client).
+func NewZooKeeper(cfg ZooKeeperConfig) (*ZooKeeper, error) {
+	if len(cfg.Servers) == 0 {
+		return nil, fmt.Errorf("%w: no servers", ErrInvalidConfig)
+	}
+	for _, s := range cfg.Servers {
+		if s == "" {
+			return nil, fmt.Errorf("%w: empty server address", ErrInvalidConfig)
+		}
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.SessionTimeout < time.Second || cfg.SessionTimeout > 10*time.Minute {
+		return nil, fmt.Errorf("%w: session timeout %v outside 1s..10m", ErrInvalidConfig, cfg.SessionTimeout)
+	}
+	if cfg.Root == "" {
+		cfg.Root = "/rmq"
+	}
+	if !strings.HasPrefix(cfg.Root, "/") || strings.HasSuffix(cfg.Root, "/") || strings.Contains(cfg.Root, "//") {
+		return nil, fmt.Errorf("%w: root %q must be an absolute path without a trailing slash", ErrInvalidConfig, cfg.Root)
+	}
+	if cfg.Auth != nil && (cfg.Auth.User == "" || strings.Contains(cfg.Auth.User, ":")) {
+		return nil, fmt.Errorf("%w: digest user must be non-empty and without ':'", ErrInvalidConfig)
+	}
+	acl := cfg.ACL
+	switch {
+	case acl == nil && cfg.Auth != nil:
+		acl = zk.AuthACL(zk.PermAll)
+	case acl == nil:
+		acl = zk.WorldACL(zk.PermAll)
+	case cfg.Auth != nil:
+		for _, a := range acl {
+			if a.Scheme == "world" && a.Perms&^zk.PermRead != 0 {
+				return nil, fmt.Errorf("%w: with auth, the world may only read", ErrInvalidConfig)
+			}
+		}
+	}
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(3))
+	}
+	if err := checkNodeName(cfg.WorkerID); err != nil {
+		return nil, fmt.Errorf("%w: worker id %q: %v", ErrInvalidConfig, cfg.WorkerID, err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &ZooKeeper{cfg: cfg, log: log, acl: acl}, nil
+}
+
+// WorkerID returns the id this process registers under.
+func (z *ZooKeeper) WorkerID() string { return z.cfg.WorkerID }
+
+// Run implements Coordinator: it joins the group with its own ZooKeeper
+// session, which ends when Run returns.
+func (z *ZooKeeper) Run(ctx context.Context, m Member, h Handler) error {
+	if err := checkNodeName(m.Namespace); err != nil {
+		return fmt.Errorf("%w: namespace %q: %v", ErrInvalidConfig, m.Namespace, err)
+	}
+	return newZKRun(z, m, h).run(ctx)
+}
+
+// RecordTopic implements TopicRecorder.
+func (z *ZooKeeper) RecordTopic(ctx context.Context, namespace, name, def string) error {
+	conn, err := z.adminConn(ctx)
+	if err != nil {
+		return err
+	}
+	p := newZKPaths(z.cfg.Root, namespace)
+	return withContext(ctx, func() error {
+		if err := ensurePath(conn, p.topics(), z.acl); err != nil {
+			return err
+		}
+		return recordTopic(conn, p, name, def, z.acl)
+	})
+}
+
+// Close closes the connection used for topic definitions and admin reads. A
+// running Run is not affected; it ends with its context.
+func (z *ZooKeeper) Close() error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.admin != nil {
+		z.admin.Close()
+		z.admin = nil
+	}
+	return nil
+}
+
+// adminConn returns the shared admin connection, connecting on first use.
+func (z *ZooKeeper) adminConn(ctx context.Context) (*zk.Conn, error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.admin != nil && z.admin.State() != zk.StateDisconnected {
+		return z.admin, nil
+	}
+	if z.admin != nil {
+		z.admin.Close()
+	}
+	conn, err := z.connect(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	z.admin = conn.conn
+	return z.admin, nil
+}
+
+// withContext runs a blocking ZooKeeper call; it returns ctx's error if ctx
+// ends first (the call goes on in the background and its result is dropped).
+func withContext(ctx context.Context, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

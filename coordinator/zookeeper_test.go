@@ -1,0 +1,154 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// holder is a Handler that holds leases and releases revoked ones at once,
+// recording how many holders each slot had at any moment.
+type holder struct {
+	mu       sync.Mutex
+	held     map[int]*coordinator.Lease
+	overlaps *sharedSlots
+}
+
+// sharedSlots counts live holders per slot across workers.
+type sharedSlots struct {
+	mu      sync.Mutex
+	holders map[int]int
+	worst   int
+}
+
+func (s *sharedSlots) add(slot, d int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holders[slot] += d
+	s.worst = max(s.worst, s.holders[slot])
+}
+
+func (s *sharedSlots) worstSeen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.worst
+}
+
+func newHolder(shared *sharedSlots) *holder {
+	return &holder{held: map[int]*coordinator.Lease{}, overlaps: shared}
+}
+
+func (h *holder) Assigned(l *coordinator.Lease) {
+	h.mu.Lock()
+	h.held[l.Slot()] = l
+	h.mu.Unlock()
+	h.overlaps.add(l.Slot(), 1)
+}
+
+func (h *holder) Revoked(l *coordinator.Lease) {
+	go func() {
+		h.mu.Lock()
+		if h.held[l.Slot()] == l {
+			delete(h.held, l.Slot())
+			h.overlaps.add(l.Slot(), -1)
+		}
+		h.mu.Unlock()
+		l.Release()
+	}()
+}
+
+// valid counts held leases that are valid now.
+func (h *holder) valid() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, l := range h.held {
+		if l.Valid() {
+			n++
+		}
+	}
+	return n
+}
+
+type worker struct {
+	h    *holder
+	stop context.CancelFunc
+	done chan struct{} // closed when Run returned, with err set
+	err  error
+}
+
+func startWorker(t *testing.T, servers []string, ns, id string, threads int, shared *sharedSlots) *worker {
+	t.Helper()
+	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{
+		Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq-test", WorkerID: id})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &worker{h: newHolder(shared), stop: cancel, done: make(chan struct{})}
+	m := coordinator.Member{Namespace: ns, DrainTimeout: 5 * time.Second, Topics: []coordinator.TopicThreads{
+		{Topic: "t", SlotAmount: 16, Threads: threads, Definition: `{"slotAmount":16,"type":"Priority"}`}}}
+	go func() { w.err = z.Run(ctx, m, w.h); close(w.done) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-w.done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("worker %s did not stop", id)
+		}
+	})
+	return w
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > within {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func TestZooKeeperSplitsSlotsAndHandsThemOver(t *testing.T) {
+	servers := testenv.ZooKeeper(t)
+	ns := fmt.Sprintf("split-%d", time.Now().UnixNano())
+	shared := &sharedSlots{holders: map[int]int{}}
+	a := startWorker(t, servers, ns, "a", 2, shared)
+	waitFor(t, 10*time.Second, "a holds all 16 slots", func() bool { return a.h.valid() == 16 })
+
+	b := startWorker(t, servers, ns, "b", 2, shared)
+	took := waitFor(t, 10*time.Second, "a and b hold 8 each", func() bool { return a.h.valid() == 8 && b.h.valid() == 8 })
+	t.Logf("rebalance after join: %v", took)
+
+	a.stop()
+	<-a.done
+	require.NoError(t, a.err)
+	took = waitFor(t, 10*time.Second, "b holds all 16 slots", func() bool { return b.h.valid() == 16 })
+	t.Logf("rebalance after graceful leave: %v", took)
+	assert.Equal(t, 1, shared.worstSeen(), "a slot had two holders at once")
+}
+
+func TestZooKeeperRejectsConflictingTopic(t *testing.T) {
+	servers := testenv.ZooKeeper(t)
+	ns := fmt.Sprintf("conflict-%d", time.Now().UnixNano())
+	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq-test"})
+	require.NoError(t, err)
+	defer z.Close()
+	ctx := context.Background()
+	require.NoError(t, z.RecordTopic(ctx, ns, "t", `{"slotAmount":16,"type":"Priority"}`))
+	require.NoError(t, z.RecordTopic(ctx, ns, "t", `{"type":"Priority","slotAmount":16}`))
+	assert.ErrorIs(t, z.RecordTopic(ctx, ns, "t", `{"slotAmount":8,"type":"Priority"}`), coordinator.ErrTopicConflict)
+	m := coordinator.Member{Namespace: ns, Topics: []coordinator.TopicThreads{
+		{Topic: "t", SlotAmount: 8, Threads: 1, Definition: `{"slotAmount":8,"type":"Priority"}`}}}
+	err = z.Run(ctx, m, newHolder(&sharedSlots{holders: map[int]int{}}))
+	assert.ErrorIs(t, err, coordinator.ErrTopicConflict)
+}
