@@ -154,4 +154,3 @@ func movedSlots(prev, next []Owner) int {
 	}
 	return n
 }
-

@@ -40,7 +40,7 @@ type workerNode struct {
 	ID      string         `json:"id"`
 	Host    string         `json:"host"`
 	PID     int            `json:"pid"`
-	Topics  map[string]int `json:"topics"` // topic → threads
+	Topics  map[string]int `json:"topics"`  // topic → threads
 	Started int64          `json:"started"` // Unix ms
 }
 
