@@ -152,3 +152,30 @@ func TestZooKeeperRejectsConflictingTopic(t *testing.T) {
 	err = z.Run(ctx, m, newHolder(&sharedSlots{holders: map[int]int{}}))
 	assert.ErrorIs(t, err, coordinator.ErrTopicConflict)
 }
+
+func TestZooKeeperAdminReads(t *testing.T) {
+	servers := testenv.ZooKeeper(t)
+	ns := fmt.Sprintf("admin-%d", time.Now().UnixNano())
+	shared := &sharedSlots{holders: map[int]int{}}
+	a := startWorker(t, servers, ns, "a", 2, shared)
+	waitFor(t, 10*time.Second, "a holds all slots", func() bool { return a.h.valid() == 16 })
+	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers, Root: "/rmq-test"})
+	require.NoError(t, err)
+	defer z.Close()
+	ctx := context.Background()
+	ws, err := z.Workers(ctx, ns)
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	assert.Equal(t, "a", ws[0].ID)
+	assert.True(t, ws[0].Leader)
+	assert.Equal(t, map[string]int{"t": 2}, ws[0].Topics)
+	gen, slots, err := z.Assignment(ctx, ns, "t")
+	require.NoError(t, err)
+	assert.Positive(t, gen)
+	require.Len(t, slots, 16)
+	for _, s := range slots {
+		assert.Equal(t, "a", s.Assigned.Worker)
+		assert.Equal(t, s.Assigned, s.Holder)
+		assert.Positive(t, s.Token)
+	}
+}

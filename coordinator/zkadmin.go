@@ -1,0 +1,134 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// WorkerInfo describes a live worker.
+type WorkerInfo struct {
+	ID      string
+	Host    string
+	PID     int
+	Topics  map[string]int // topic → threads
+	Started time.Time
+	Leader  bool
+}
+
+// Workers lists the live workers of namespace, sorted by id.
+func (z *ZooKeeper) Workers(ctx context.Context, namespace string) ([]WorkerInfo, error) {
+	conn, err := z.adminConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := newZKPaths(z.cfg.Root, namespace)
+	var out []WorkerInfo
+	err = withContext(ctx, func() error {
+		ids, _, err := conn.Children(p.workers())
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		leaderID := ""
+		if names, _, err := conn.Children(p.election()); err == nil {
+			if lead := electionLeader(names); lead != "" {
+				if data, _, err := conn.Get(p.election() + "/" + lead); err == nil {
+					leaderID = string(data)
+				}
+			}
+		}
+		for _, id := range slices.Sorted(slices.Values(ids)) {
+			data, _, err := conn.Get(p.worker(id))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			var w workerNode
+			if err := json.Unmarshal(data, &w); err != nil {
+				return fmt.Errorf("worker %s: %w", id, err)
+			}
+			out = append(out, WorkerInfo{ID: id, Host: w.Host, PID: w.PID, Topics: w.Topics,
+				Started: time.UnixMilli(w.Started), Leader: id == leaderID})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rmq: zookeeper workers of %q: %w", namespace, err)
+	}
+	return out, nil
+}
+
+// SlotOwnership is one slot's assigned owner and its current holder.
+type SlotOwnership struct {
+	Slot     int
+	Assigned Owner // what the leader decided ("" worker: nobody)
+	Holder   Owner // whose owner node exists now ("" worker: nobody)
+	Token    int64 // the holder's fencing token
+}
+
+// Assignment returns, for every slot of topic, its assigned and its current
+// owner. They differ while a slot is being handed over.
+func (z *ZooKeeper) Assignment(ctx context.Context, namespace, topic string) (generation int64, slots []SlotOwnership, err error) {
+	conn, err := z.adminConn(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	p := newZKPaths(z.cfg.Root, namespace)
+	err = withContext(ctx, func() error {
+		var a assignmentNode
+		data, _, err := conn.Get(p.assignment(topic))
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		if err == nil {
+			if err := json.Unmarshal(data, &a); err != nil {
+				return err
+			}
+		}
+		generation = a.Generation
+		holders, _, err := conn.Children(p.owners(topic))
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		n := len(a.Owners)
+		held := map[int]SlotOwnership{}
+		for _, h := range holders {
+			slot, err := strconv.Atoi(h)
+			if err != nil {
+				continue
+			}
+			data, st, err := conn.Get(p.owner(topic, slot))
+			if err != nil {
+				continue // released meanwhile
+			}
+			var o ownerNode
+			_ = json.Unmarshal(data, &o)
+			held[slot] = SlotOwnership{Holder: Owner{Worker: o.Worker, Thread: o.Thread}, Token: st.Czxid}
+			n = max(n, slot+1)
+		}
+		slots = make([]SlotOwnership, n)
+		for i := range slots {
+			slots[i] = held[i]
+			slots[i].Slot = i
+			if i < len(a.Owners) {
+				slots[i].Assigned = a.Owners[i]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("rmq: zookeeper assignment of %q/%q: %w", namespace, topic, err)
+	}
+	return generation, slots, nil
+}
