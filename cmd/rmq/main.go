@@ -8,6 +8,8 @@
 //	rmq dead [flags] [-limit N] TOPIC
 //	rmq requeue [flags] TOPIC [CONTENT…]
 //	rmq purge [flags] [-yes] TOPIC
+//	rmq workers [-zk HOST:PORT[,…]] [-zk-root PATH] [-namespace NS]
+//	rmq assignment [zk flags] TOPIC
 //	rmq help [SUBCOMMAND]
 //
 // "rmq demo" needs nothing: it starts an in-process Redis (miniredis), runs a
@@ -19,6 +21,10 @@
 // The other subcommands inspect and repair the topics of one namespace of a
 // real Redis (default 127.0.0.1:6379, namespace "rmq"). Several -redis
 // addresses, or -cluster, mean a Redis Cluster.
+//
+// "workers" and "assignment" read the ZooKeeper coordinator's state: the live
+// workers (and which one leads), and for each slot the thread it is assigned
+// to and the thread that holds it now.
 //
 // Errors print "rmq: …" on stderr and exit 1; bad usage exits 2.
 package main
@@ -72,8 +78,7 @@ type command struct {
 // flags.
 type runFunc func(ctx context.Context, e *env, args []string) error
 
-// commands is the dispatch table, in the order "rmq help" lists them. The
-// ZooKeeper subcommands "workers" and "assignment TOPIC" are to be added here.
+// commands is the dispatch table, in the order "rmq help" lists them.
 var commands = []command{
 	{name: "demo", summary: "run a self-contained demo scenario (in-process Redis unless -redis)", setup: setupDemo},
 	{name: "topics", summary: "list the topics of a namespace", setup: setupTopics},
@@ -81,6 +86,8 @@ var commands = []command{
 	{name: "dead", synopsis: "TOPIC", summary: "list the dead messages of a topic", setup: setupDead},
 	{name: "requeue", synopsis: "TOPIC [CONTENT…]", summary: "move dead messages back to pending with fresh retries", setup: setupRequeue},
 	{name: "purge", synopsis: "TOPIC", summary: "delete the dead messages of a topic", setup: setupPurge},
+	{name: "workers", summary: "list the live workers of a namespace in ZooKeeper", setup: setupWorkers},
+	{name: "assignment", synopsis: "TOPIC", summary: "show which worker thread owns each slot of a topic", setup: setupAssignment},
 }
 
 // lookup returns the subcommand called name, or nil.
