@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -50,7 +51,12 @@ func ExampleAssign() {
 	next := coordinator.Assign(8, []coordinator.WorkerThreads{{Worker: "a", Threads: 1}, {Worker: "b", Threads: 1}}, prev)
 	for slot, o := range next {
 		if o != prev[slot] {
-			println(slot, "moves to", o.Worker)
+			fmt.Println("slot", slot, "moves to", o.Worker)
 		}
 	}
+	// Output:
+	// slot 4 moves to b
+	// slot 5 moves to b
+	// slot 6 moves to b
+	// slot 7 moves to b
 }
