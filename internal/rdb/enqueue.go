@@ -75,8 +75,8 @@ func (b *redisBroker) Enqueue(ctx context.Context, entries []Entry, pubs []Publi
 
 // groupEntries gathers entries per key, in order of first appearance.
 func groupEntries(entries []Entry) []*zaddGroup {
-	groups := make([]*zaddGroup, 0, 4)
-	byKey := make(map[string]*zaddGroup, 4)
+	groups := make([]*zaddGroup, 0, 8)
+	byKey := make(map[string]*zaddGroup, 8)
 	for i, e := range entries {
 		g := byKey[e.Key]
 		if g == nil || g.nx != e.NX {
@@ -85,20 +85,44 @@ func groupEntries(entries []Entry) []*zaddGroup {
 			groups = append(groups, g)
 		}
 		g.entries = append(g.entries, i)
-		h := maphash.Bytes(memberSeed, e.Member)
-		if j, dup := g.seen[h]; dup && bytes.Equal(g.members[j].Member.([]byte), e.Member) {
+		if j := g.find(e.Member); j >= 0 {
 			if !e.NX {
 				g.members[j].Score = e.Score
 			}
 			continue
 		}
-		if g.seen == nil {
-			g.seen = make(map[uint64]int, 8)
-		}
-		g.seen[h] = len(g.members)
 		g.members = append(g.members, redis.Z{Score: e.Score, Member: e.Member})
 	}
 	return groups
+}
+
+// linearFind is the group size up to which duplicates are found by scanning.
+const linearFind = 16
+
+// find returns the index of member in g, or -1, and records a new member
+// for later lookups (a hash index once the group outgrows a linear scan).
+func (g *zaddGroup) find(member []byte) int {
+	n := len(g.members)
+	if n < linearFind {
+		for j := range n {
+			if bytes.Equal(g.members[j].Member.([]byte), member) {
+				return j
+			}
+		}
+		return -1
+	}
+	if g.seen == nil {
+		g.seen = make(map[uint64]int, 2*n)
+		for j := range n {
+			g.seen[maphash.Bytes(memberSeed, g.members[j].Member.([]byte))] = j
+		}
+	}
+	h := maphash.Bytes(memberSeed, member)
+	if j, ok := g.seen[h]; ok && bytes.Equal(g.members[j].Member.([]byte), member) {
+		return j
+	}
+	g.seen[h] = n // the caller appends member at index n
+	return -1
 }
 
 var memberSeed = maphash.MakeSeed()

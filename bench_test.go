@@ -1,0 +1,81 @@
+package rmq
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// BenchmarkSlotIndex measures the slot hash of a 64-byte basis.
+func BenchmarkSlotIndex(b *testing.B) {
+	basis := []byte(fmt.Sprintf("%064d", 42))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = SlotIndex(basis, 64)
+	}
+}
+
+// benchClient returns a client on miniredis with topic "t" (Priority, 64 slots) cached.
+func benchClient(b *testing.B) *Client {
+	m := miniredis.RunT(b)
+	r := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{m.Addr()}})
+	b.Cleanup(func() { r.Close() })
+	c, err := New(r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.DefineTopic(context.Background(), Topic{Name: "t", SlotAmount: 64, Type: Priority}); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkEncodeSend measures validating a message and building its store
+// entry (everything a Send does before the pipeline).
+func BenchmarkEncodeSend(b *testing.B) {
+	c := benchClient(b)
+	msg := PriorityMessage{Topic: "t", Content: []byte(fmt.Sprintf("%064d", 7)), Priority: 100}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.producer.build(ctx, msg, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWakePublications measures building the wake-ups of a 512-message pipeline.
+func BenchmarkWakePublications(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	reqs := make([]*sendReq, 512)
+	for i := range reqs {
+		r, err := c.producer.build(ctx, PriorityMessage{Topic: "t", Content: fmt.Appendf(nil, "%064d", i), Priority: 100}, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqs[i] = r
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = wakePublications(reqs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*512), "ns/msg")
+}
+
+// BenchmarkNewMessage measures turning a popped member into a Message.
+func BenchmarkNewMessage(b *testing.B) {
+	c := benchClient(b)
+	t := c.topics.get("t")
+	member := []byte(fmt.Sprintf("%064d", 7))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := newMessage(t, 3, member, "100", 1795300000123); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

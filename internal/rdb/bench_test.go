@@ -1,0 +1,40 @@
+package rdb
+
+import (
+	"fmt"
+	"testing"
+)
+
+func popReply(n int) []any {
+	raw := []any{int64(1795300000123), int64(-1)}
+	for i := range n {
+		raw = append(raw, fmt.Sprintf("%064d", i), "1795300000100")
+	}
+	return raw
+}
+
+// BenchmarkParseCycle measures decoding a 128-message pop reply.
+func BenchmarkParseCycle(b *testing.B) {
+	raw := popReply(128)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parseCycle(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*128), "ns/msg")
+}
+
+// BenchmarkGroupEntries measures grouping a 512-message pipeline by key.
+func BenchmarkGroupEntries(b *testing.B) {
+	keys := NewKeyspace("bench").Slots("t", 64)
+	entries := make([]Entry, 512)
+	for i := range entries {
+		entries[i] = Entry{Key: keys[i%64].Store, Score: float64(i), Member: fmt.Appendf(nil, "%064d", i)}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = groupEntries(entries)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*512), "ns/msg")
+}
