@@ -51,7 +51,7 @@ while (($# > 0)); do
 	--aof) AOF=1; shift ;;
 	--out) OUT=${2:?--out needs a value}; shift 2 ;;
 	--) shift; EXTRA=("$@"); break ;;
-	-h | --help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 done
@@ -143,7 +143,6 @@ say "building bench/cmd/rmqbench"
 ARGS=(-redis "127.0.0.1:$PORT" -rounds "$ROUNDS" -n "$N" -commit "$COMMIT")
 [[ -n $SCENARIOS ]] && ARGS+=(-scenarios "$SCENARIOS")
 [[ -n $SYSTEMS ]] && ARGS+=(-systems "$SYSTEMS")
-((AOF)) && ARGS+=(-aof)
 ARGS+=("${EXTRA[@]}")
 
 say "running: rmqbench ${ARGS[*]}"

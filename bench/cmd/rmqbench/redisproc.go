@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -147,4 +149,25 @@ func redisVersion(ctx context.Context, r *redis.Client) (version, persistence st
 		persistence = "appendonly yes, appendfsync " + fsync["appendfsync"]
 	}
 	return m["redis_version"], persistence, nil
+}
+
+// logTopCommands prints the commands that took most Redis time in a run.
+func logTopCommands(d map[string]cmdStat, elapsed time.Duration) {
+	type kv struct {
+		name string
+		cmdStat
+	}
+	var all []kv
+	for k, v := range d {
+		all = append(all, kv{k, v})
+	}
+	slices.SortFunc(all, func(a, b kv) int { return int(b.Usec - a.Usec) })
+	var b strings.Builder
+	for i, c := range all {
+		if i == 8 {
+			break
+		}
+		fmt.Fprintf(&b, " %s=%d calls/%.0fms", c.name, c.Calls, float64(c.Usec)/1000)
+	}
+	log.Printf("    commandstats of the timed %s:%s", elapsed.Round(time.Millisecond), b.String())
 }

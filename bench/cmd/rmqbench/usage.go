@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// processCPU returns the user+sys CPU time of this process so far, in seconds.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// meter measures one timed section: wall time, this process's CPU and the
+// Redis server's CPU.
+type meter struct {
+	r        *redis.Client
+	start    time.Time
+	cpu0     float64
+	redis0   float64
+	redisErr error
+	cmds0    map[string]cmdStat // with -cmdstats: INFO commandstats at the start
+}
+
+// startMeter samples the counters at the start of a section.
+func startMeter(ctx context.Context, e *env) *meter {
+	m := &meter{r: e.admin}
+	if e.cmdstats {
+		m.cmds0, _ = commandStats(ctx, e.admin)
+	}
+	m.redis0, m.redisErr = redisCPU(ctx, m.r)
+	m.cpu0 = processCPU()
+	m.start = time.Now()
+	return m
+}
+
+// stop samples the counters again and records elapsed seconds, the rate of
+// msgs per second, and both CPU figures normalised per 100k messages.
+func (m *meter) stop(ctx context.Context, msgs int, out metrics) error {
+	elapsed := time.Since(m.start)
+	cpu := processCPU() - m.cpu0
+	r1, err := redisCPU(ctx, m.r)
+	if err == nil {
+		err = m.redisErr
+	}
+	if err != nil {
+		return err
+	}
+	if m.cmds0 != nil {
+		after, _ := commandStats(ctx, m.r)
+		logTopCommands(statsDelta(m.cmds0, after), elapsed)
+	}
+	per100k := 100000 / float64(max(msgs, 1))
+	out[mElapsed] = elapsed.Seconds()
+	out[mRate] = float64(msgs) / elapsed.Seconds()
+	out[mClientCPU] = cpu * per100k
+	out[mRedisCPU] = (r1 - m.redis0) * per100k
+	out[mRedisBusy] = (r1 - m.redis0) / elapsed.Seconds()
+	return nil
+}
