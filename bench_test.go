@@ -3,6 +3,9 @@ package rmq
 import (
 	"context"
 	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,5 +80,52 @@ func BenchmarkNewMessage(b *testing.B) {
 		if _, err := newMessage(t, 3, member, "100", 1795300000123); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSendConcurrent measures Send from 16 goroutines, one message per
+// call, against the real Redis of RMQ_REDIS_ADDR (miniredis otherwise).
+func BenchmarkSendConcurrent(b *testing.B) {
+	var r redis.UniversalClient
+	if addr := os.Getenv("RMQ_REDIS_ADDR"); addr != "" {
+		r = redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+	} else {
+		m := miniredis.RunT(b)
+		r = redis.NewClient(&redis.Options{Addr: m.Addr()})
+	}
+	defer r.Close()
+	ns := fmt.Sprintf("bench%d", time.Now().UnixNano())
+	c, err := New(r, WithNamespace(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.DefineTopic(ctx, Topic{Name: "t", SlotAmount: 64, Type: Priority}); err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	per := b.N/16 + 1
+	for range 16 {
+		wg.Go(func() {
+			for range per {
+				content := fmt.Appendf(nil, "%064d", seq.Add(1))
+				if err := c.Producer().Send(ctx, PriorityMessage{Topic: "t", Content: content, Priority: 100}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	q := c.producer.queue
+	b.ReportMetric(float64(q.sent.Load())/float64(max(q.pipelines.Load(), 1)), "msgs/pipeline")
+	b.ReportMetric(float64(per*16)/b.Elapsed().Seconds(), "msgs/s")
+	r.Del(ctx, ns+":topics")
+	for _, k := range c.topics.get("t").slots {
+		r.Del(ctx, k.Store)
 	}
 }

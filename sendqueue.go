@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rmq-go/rmq/internal/rdb"
 )
@@ -37,6 +39,8 @@ type sendQueue struct {
 	mu       sync.Mutex
 	pending  []*sendReq
 	flushers int
+
+	pipelines, sent atomic.Int64 // pipelines of coalesced sends, and their messages
 }
 
 // send queues r and waits until it is stored or ctx ends.
@@ -64,9 +68,21 @@ func (q *sendQueue) send(ctx context.Context, r *sendReq) error {
 }
 
 // flush stores queued requests until the queue is empty.
+//
+// Senders woken by one pipeline usually send again at once. Before taking the
+// next batch, the flusher yields its processor a few times while fewer
+// requests wait than the last batch carried, so those senders can join it:
+// fewer, fuller pipelines, at the cost of a few hundred nanoseconds when
+// nobody comes. A lone sender never waits, since its batch was one.
 func (q *sendQueue) flush() {
+	last := 0
 	for {
 		q.mu.Lock()
+		for yields := 0; len(q.pending) < last && yields < gatherYields; yields++ {
+			q.mu.Unlock()
+			runtime.Gosched()
+			q.mu.Lock()
+		}
 		n := min(len(q.pending), maxPipeline)
 		if n == 0 {
 			q.pending = nil
@@ -78,6 +94,9 @@ func (q *sendQueue) flush() {
 		copy(batch, q.pending)
 		q.pending = q.pending[n:]
 		q.mu.Unlock()
+		last = n
+		q.pipelines.Add(1)
+		q.sent.Add(int64(n))
 
 		_ = q.store(context.Background(), batch) // errors are per request
 		for _, r := range batch {
@@ -85,6 +104,9 @@ func (q *sendQueue) flush() {
 		}
 	}
 }
+
+// gatherYields bounds how often a flusher yields to let senders join a batch.
+const gatherYields = 4
 
 // store writes reqs in one pipeline, sets each request's err, and publishes
 // wake-ups for the slots it filled. The returned error is ctx's, if any.

@@ -22,7 +22,8 @@
 --                  "c" commit | "r<ms>" roll back, retry after ms | "s<score>"
 --                  restore unprocessed, with the original store score
 --
--- Returns {now ms, next ms, member1, score1, member2, score2, ...} where next
+-- Returns {now ms, next ms, member1, score1, member2, score2, ...} (now is 0 when
+-- the slot was found empty before reading the clock) where next
 -- is when something in this slot next becomes due (a future store score, a
 -- retry, a prepare timeout), -1 for never, now when the batch came back full,
 -- or -2 when a higher fencing token owns the slot: then the third element is
@@ -34,6 +35,10 @@ local store, prepare, retry, dead, owner = KEYS[1], KEYS[2], KEYS[3], KEYS[4], K
 local order, merge = ARGV[1], ARGV[2]
 local max = tonumber(ARGV[3])
 local timeout = tonumber(ARGV[4])
+local n = tonumber(ARGV[7])
+
+-- An empty slot (the common case for an idle poll) costs one command.
+if n == 0 and redis.call('EXISTS', store, prepare, retry) == 0 then return {0, -1} end
 
 local t = redis.call('TIME')
 local nowSec = tonumber(t[1])
@@ -66,7 +71,6 @@ end
 
 -- 1. Settle outcomes. An outcome applies only while prepare still holds the entry
 -- exactly as popped: a late commit never touches a later delivery.
-local n = tonumber(ARGV[7])
 if n > 0 then
   local members = {}
   for k = 0, n - 1 do members[k + 1] = ARGV[8 + 3 * k] end
