@@ -44,8 +44,9 @@ func BenchmarkEncodeSend(b *testing.B) {
 	msg := PriorityMessage{Topic: "t", Content: []byte(fmt.Sprintf("%064d", 7)), Priority: 100}
 	ctx := context.Background()
 	b.ReportAllocs()
+	var r sendReq
 	for b.Loop() {
-		if _, err := c.producer.build(ctx, msg, time.Now()); err != nil {
+		if err := c.producer.build(ctx, msg, time.Now(), &r); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -57,11 +58,11 @@ func BenchmarkWakePublications(b *testing.B) {
 	ctx := context.Background()
 	reqs := make([]*sendReq, 512)
 	for i := range reqs {
-		r, err := c.producer.build(ctx, PriorityMessage{Topic: "t", Content: fmt.Appendf(nil, "%064d", i), Priority: 100}, time.Now())
+		reqs[i] = &sendReq{}
+		err := c.producer.build(ctx, PriorityMessage{Topic: "t", Content: fmt.Appendf(nil, "%064d", i), Priority: 100}, time.Now(), reqs[i])
 		if err != nil {
 			b.Fatal(err)
 		}
-		reqs[i] = r
 	}
 	b.ReportAllocs()
 	for b.Loop() {

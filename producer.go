@@ -21,8 +21,9 @@ type Producer struct {
 // If ctx ends first, Send returns ctx.Err() and the message may or may not
 // have been stored.
 func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
-	r, err := p.build(ctx, m, time.Now())
-	if err != nil {
+	r := reqPool.Get().(*sendReq)
+	if err := p.build(ctx, m, time.Now(), r); err != nil {
+		reqPool.Put(r)
 		return err
 	}
 	return p.queue.send(ctx, r)
@@ -41,12 +42,12 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 	}
 	now := time.Now()
 	reqs := make([]*sendReq, len(msgs))
+	all := make([]sendReq, len(msgs))
 	for i, m := range msgs {
-		r, err := p.build(ctx, m, now)
-		if err != nil {
+		if err := p.build(ctx, m, now, &all[i]); err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
-		reqs[i] = r
+		reqs[i] = &all[i]
 	}
 	for start := 0; start < len(reqs); start += maxPipeline {
 		chunk := reqs[start:min(start+maxPipeline, len(reqs))]
@@ -62,33 +63,32 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 	return nil
 }
 
-// build validates m and computes its store entry.
-func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time) (*sendReq, error) {
+// build validates m and fills r with its store entry.
+func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time, r *sendReq) error {
 	if err := p.c.checkOpen(); err != nil {
-		return nil, err
+		return err
 	}
 	if m == nil {
-		return nil, fmt.Errorf("%w: nil message", ErrInvalidMessage)
+		return fmt.Errorf("%w: nil message", ErrInvalidMessage)
 	}
 	o, err := m.prepare(now)
 	if err != nil {
-		return nil, fmt.Errorf("topic %q: %w", m.TopicName(), err)
+		return fmt.Errorf("topic %q: %w", m.TopicName(), err)
 	}
 	if err := p.c.checkContent(o.topic, o.content); err != nil {
-		return nil, err
+		return err
 	}
 	t, err := p.c.lookupTopic(ctx, o.topic)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if t.Type != o.typ {
-		return nil, fmt.Errorf("%w: topic %q is %s, message is %s", ErrTopicTypeMismatch, t.Name, t.Type, o.typ)
+		return fmt.Errorf("%w: topic %q is %s, message is %s", ErrTopicTypeMismatch, t.Name, t.Type, o.typ)
 	}
 	slot := slotOf(o.content, o.basis, t.SlotAmount)
-	return &sendReq{
-		topic: t, slot: slot, dueMs: o.dueMs,
-		entry: rdb.Entry{Key: t.slots[slot].Store, Score: o.score, Member: o.content, NX: t.Type == RangeMerge},
-	}, nil
+	r.topic, r.slot, r.dueMs = t, slot, o.dueMs
+	r.entry = rdb.Entry{Key: t.slots[slot].Store, Score: o.score, Member: o.content, NX: t.Type == RangeMerge}
+	return nil
 }
 
 // checkContent validates a message content.

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rmq-go/rmq/coordinator"
@@ -43,8 +44,9 @@ type Client struct {
 	producer *Producer
 	waits    string // the retry backoff in ms for retries 1..16, for the cycle script
 
-	mu    sync.Mutex
-	state clientState
+	mu     sync.Mutex
+	state  clientState
+	closed atomic.Bool // state == stateClosed, readable without mu on the send path
 	subs  map[string]*subscription
 	stop  context.CancelFunc // ends consumption gracefully
 	done  chan struct{}      // closed when Start returns
@@ -104,9 +106,7 @@ func (c *Client) Producer() *Producer { return c.producer }
 func (c *Client) Namespace() string { return c.cfg.namespace }
 
 func (c *Client) checkOpen() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state == stateClosed {
+	if c.closed.Load() {
 		return ErrClosed
 	}
 	return nil
@@ -162,6 +162,7 @@ func (c *Client) Start(ctx context.Context) error {
 
 	c.mu.Lock()
 	c.state = stateClosed
+	c.closed.Store(true)
 	c.mu.Unlock()
 	if errors.Is(err, coordinator.ErrTopicConflict) {
 		return fmt.Errorf("%w: %v", ErrTopicConflict, err)
@@ -181,6 +182,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	state, stop, done := c.state, c.stop, c.done
 	c.state = stateClosed
+	c.closed.Store(true)
 	c.mu.Unlock()
 	if state != stateStarted {
 		c.hardCancel()

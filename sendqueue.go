@@ -25,8 +25,11 @@ type sendReq struct {
 	dueMs int64
 	entry rdb.Entry
 	err   error
-	done  chan struct{}
+	done  chan struct{} // capacity 1: the flusher signals once, when stored (Send only)
 }
+
+// reqPool recycles the requests of Send (with their channels).
+var reqPool = sync.Pool{New: func() any { return &sendReq{done: make(chan struct{}, 1)} }}
 
 // sendQueue coalesces concurrent Sends: a Send appends its request, and a
 // flusher goroutine (at most maxFlushers, started on demand, gone when the
@@ -43,9 +46,8 @@ type sendQueue struct {
 	pipelines, sent atomic.Int64 // pipelines of coalesced sends, and their messages
 }
 
-// send queues r and waits until it is stored or ctx ends.
+// send queues r (from reqPool) and waits until it is stored or ctx ends.
 func (q *sendQueue) send(ctx context.Context, r *sendReq) error {
-	r.done = make(chan struct{})
 	q.mu.Lock()
 	q.pending = append(q.pending, r)
 	start := q.flushers < maxFlushers
@@ -58,12 +60,15 @@ func (q *sendQueue) send(ctx context.Context, r *sendReq) error {
 	}
 	select {
 	case <-r.done:
-		if r.err != nil {
-			return fmt.Errorf("rmq: send to topic %q slot %d: %w", r.topic.Name, r.slot, r.err)
+		err := r.err
+		if err != nil {
+			err = fmt.Errorf("rmq: send to topic %q slot %d: %w", r.topic.Name, r.slot, err)
 		}
-		return nil
+		*r = sendReq{done: r.done}
+		reqPool.Put(r)
+		return err
 	case <-ctx.Done():
-		return ctx.Err()
+		return ctx.Err() // r stays with the flusher and is not recycled
 	}
 }
 
@@ -100,7 +105,7 @@ func (q *sendQueue) flush() {
 
 		_ = q.store(context.Background(), batch) // errors are per request
 		for _, r := range batch {
-			close(r.done)
+			r.done <- struct{}{}
 		}
 	}
 }
@@ -131,39 +136,77 @@ func (q *sendQueue) store(ctx context.Context, reqs []*sendReq) error {
 // wakePublications builds one wake-up per topic: "slot:dueMs,…" with the
 // earliest due time per slot (0 for "due now").
 func wakePublications(reqs []*sendReq) []rdb.Publication {
-	type key struct {
-		t    *topicInfo
-		slot int
-	}
-	earliest := make(map[key]int64, len(reqs))
-	var order []key
+	var ws wakeSet
 	for _, r := range reqs {
-		k := key{r.topic, r.slot}
-		d, seen := earliest[k]
-		if !seen {
-			order = append(order, k)
-			earliest[k] = r.dueMs
-		} else if r.dueMs < d {
-			earliest[k] = r.dueMs
-		}
+		ws.add(r.topic, r.slot, r.dueMs)
 	}
-	payloads := make(map[*topicInfo][]byte)
-	var topics []*topicInfo
-	for _, k := range order {
-		b, seen := payloads[k.t]
-		if !seen {
-			topics = append(topics, k.t)
-		} else {
-			b = append(b, ',')
+	var pubs []rdb.Publication
+	var b []byte
+	for i, w := range ws.list {
+		if w.done {
+			continue
 		}
-		b = strconv.AppendInt(b, int64(k.slot), 10)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, earliest[k], 10)
-		payloads[k.t] = b
-	}
-	pubs := make([]rdb.Publication, len(topics))
-	for i, t := range topics {
-		pubs[i] = rdb.Publication{Channel: t.wake, Payload: string(payloads[t])}
+		b = b[:0]
+		for j := i; j < len(ws.list); j++ { // every slot of this topic, in order of appearance
+			if o := &ws.list[j]; o.topic == w.topic {
+				if j > i {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(o.slot), 10)
+				b = append(b, ':')
+				b = strconv.AppendInt(b, o.due, 10)
+				o.done = true
+			}
+		}
+		pubs = append(pubs, rdb.Publication{Channel: w.topic.wake, Payload: string(b)})
 	}
 	return pubs
+}
+
+// wakeSet keeps the earliest due time per (topic, slot), in order of first
+// appearance: a linear scan while small, a map index beyond.
+type wakeSet struct {
+	list  []wakeItem
+	index map[wakeKey]int
+}
+
+type wakeKey struct {
+	topic *topicInfo
+	slot  int
+}
+
+type wakeItem struct {
+	topic *topicInfo
+	slot  int
+	due   int64
+	done  bool // already written into a payload
+}
+
+func (s *wakeSet) add(t *topicInfo, slot int, due int64) {
+	i := -1
+	if s.index != nil {
+		if j, ok := s.index[wakeKey{t, slot}]; ok {
+			i = j
+		}
+	} else {
+		for j := range s.list {
+			if s.list[j].topic == t && s.list[j].slot == slot {
+				i = j
+				break
+			}
+		}
+	}
+	if i >= 0 {
+		s.list[i].due = min(s.list[i].due, due)
+		return
+	}
+	s.list = append(s.list, wakeItem{topic: t, slot: slot, due: due})
+	if s.index == nil && len(s.list) > 32 {
+		s.index = make(map[wakeKey]int, 2*len(s.list))
+		for j, w := range s.list {
+			s.index[wakeKey{w.topic, w.slot}] = j
+		}
+	} else if s.index != nil {
+		s.index[wakeKey{t, slot}] = len(s.list) - 1
+	}
 }

@@ -76,13 +76,30 @@ func (b *redisBroker) Enqueue(ctx context.Context, entries []Entry, pubs []Publi
 // groupEntries gathers entries per key, in order of first appearance.
 func groupEntries(entries []Entry) []*zaddGroup {
 	groups := make([]*zaddGroup, 0, 8)
-	byKey := make(map[string]*zaddGroup, 8)
+	var byKey map[string]*zaddGroup // once there are many groups
 	for i, e := range entries {
-		g := byKey[e.Key]
+		var g *zaddGroup
+		if byKey != nil {
+			g = byKey[e.Key]
+		} else {
+			for _, c := range groups {
+				if c.key == e.Key {
+					g = c
+					break
+				}
+			}
+		}
 		if g == nil || g.nx != e.NX {
 			g = &zaddGroup{key: e.Key, nx: e.NX}
-			byKey[e.Key] = g
 			groups = append(groups, g)
+			if byKey == nil && len(groups) > linearFind {
+				byKey = make(map[string]*zaddGroup, 2*len(groups))
+				for _, c := range groups {
+					byKey[c.key] = c
+				}
+			} else if byKey != nil {
+				byKey[e.Key] = g
+			}
 		}
 		g.entries = append(g.entries, i)
 		if j := g.find(e.Member); j >= 0 {
