@@ -47,9 +47,9 @@ type Client struct {
 	mu     sync.Mutex
 	state  clientState
 	closed atomic.Bool // state == stateClosed, readable without mu on the send path
-	subs  map[string]*subscription
-	stop  context.CancelFunc // ends consumption gracefully
-	done  chan struct{}      // closed when Start returns
+	subs   map[string]*subscription
+	stop   context.CancelFunc // ends consumption gracefully
+	done   chan struct{}      // closed when Start returns
 
 	hard       context.Context // ends listeners' contexts and Redis calls: a hard stop
 	hardCancel context.CancelFunc
