@@ -2,11 +2,13 @@ package coordinator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -178,4 +180,63 @@ func TestZooKeeperAdminReads(t *testing.T) {
 		assert.Equal(t, s.Assigned, s.Holder)
 		assert.Positive(t, s.Token)
 	}
+}
+
+func TestZooKeeperAuthNeverCreatesWorldWritableNodes(t *testing.T) {
+	servers := testenv.ZooKeeper(t)
+	ns := fmt.Sprintf("auth-%d", time.Now().UnixNano())
+	root := "/rmq-auth"
+	auth := &coordinator.DigestAuth{User: "rmq", Password: "s3cret"}
+	_, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers, Auth: auth,
+		ACL: zk.WorldACL(zk.PermAll)})
+	require.ErrorIs(t, err, coordinator.ErrInvalidConfig, "a world-writable ACL with auth")
+
+	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers, Root: root,
+		SessionTimeout: 4 * time.Second, Auth: auth, WorkerID: "secure"})
+	require.NoError(t, err)
+	defer z.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := newHolder(&sharedSlots{holders: map[int]int{}})
+	done := make(chan error, 1)
+	go func() {
+		done <- z.Run(ctx, coordinator.Member{Namespace: ns, DrainTimeout: time.Second, Topics: []coordinator.TopicThreads{
+			{Topic: "t", SlotAmount: 4, Threads: 1, Definition: `{"slotAmount":4,"type":"Priority"}`}}}, h)
+	}()
+	waitFor(t, 10*time.Second, "slots held", func() bool { return h.valid() == 4 })
+
+	// Every node under the namespace: no ACL lets the world write.
+	conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.AddAuth("digest", []byte("rmq:s3cret")))
+	stranger, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false))
+	require.NoError(t, err)
+	defer stranger.Close()
+	var walk func(path string)
+	checked := 0
+	walk = func(path string) {
+		acl, _, err := conn.GetACL(path)
+		require.NoError(t, err, path)
+		for _, a := range acl {
+			assert.False(t, a.Scheme == "world" && a.Perms&^zk.PermRead != 0, "%s is world-writable: %+v", path, a)
+		}
+		checked++
+		children, _, err := conn.Children(path)
+		if errors.Is(err, zk.ErrNoAuth) {
+			return
+		}
+		require.NoError(t, err, path)
+		for _, c := range children {
+			walk(path + "/" + c)
+		}
+	}
+	walk(root + "/" + ns)
+	assert.Greater(t, checked, 8)
+	_, _, err = stranger.Get(root + "/" + ns + "/topics/t")
+	assert.ErrorIs(t, err, zk.ErrNoAuth, "a stranger cannot read")
+	_, err = stranger.Set(root+"/"+ns+"/topics/t", []byte("{}"), -1)
+	assert.ErrorIs(t, err, zk.ErrNoAuth, "a stranger cannot write")
+	t.Logf("checked %d nodes", checked)
+	cancel()
+	require.NoError(t, <-done)
 }
