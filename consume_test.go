@@ -141,6 +141,35 @@ func TestFailingMessageIsDeliveredSeventeenTimesThenDead(t *testing.T) {
 		assert.Equal(t, "bad", string(dead[0].Content))
 		assert.WithinDuration(t, time.Now(), dead[0].Died, 10*time.Second)
 		assert.Contains(t, r.contents(), "good")
+		m := c.Metrics()
+		assert.Equal(t, int64(2), m.Sent)
+		assert.Equal(t, int64(rmq.MaxRetries+2), m.Delivered)
+		assert.Equal(t, int64(rmq.MaxRetries), m.Redelivered)
+		assert.Equal(t, int64(rmq.MaxRetries+1), m.Failed)
+		assert.Equal(t, int64(1), m.Committed)
+	})
+}
+
+func TestNotOwnerHandsTheMessageBackUnchanged(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		define(t, c, "p", 2, rmq.Priority)
+		r := newRecorder()
+		var n atomic.Int32
+		r.fail = func(*rmq.Message) error {
+			if n.Add(1) == 1 {
+				return rmq.ErrNotOwner
+			}
+			return nil
+		}
+		require.NoError(t, c.Subscribe("p", r))
+		run(t, c)
+		require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "p", Content: []byte("x"), Priority: 77}))
+		calls := r.waitCalls(t, 2, 5*time.Second)
+		assert.Equal(t, 1, calls[1].msg.Attempt, "no retry spent")
+		assert.Equal(t, int64(77), calls[1].msg.Priority, "original score kept")
+		assert.Equal(t, int64(1), c.Metrics().NotOwner)
 	})
 }
 

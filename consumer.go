@@ -11,8 +11,9 @@ import (
 type MessageListener interface {
 	// OnMessage handles m. Returning nil commits it; returning an error (or
 	// panicking) rolls it back for a retry, or to the dead set when no retries
-	// are left. ctx is cancelled when the client stops hard or the slot is
-	// lost; see Owned.
+	// are left; returning ErrNotOwner (see Owned) hands it back unchanged, no
+	// retry spent. ctx is cancelled when the client stops hard or the slot is
+	// lost. m.Content must not be modified.
 	OnMessage(ctx context.Context, m *Message) error
 }
 

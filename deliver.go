@@ -2,6 +2,7 @@ package rmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -31,6 +32,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			flushed = now
 		}
 		if isClosed(s.lease.Revoking()) || !s.lease.Valid() || time.Now().After(deadline) {
+			c.counters.restored.Add(int64(len(res.Popped) - i))
 			for _, q := range res.Popped[i:] {
 				s.pending = append(s.pending, rdb.Outcome{Member: q.Member,
 					PrepareScore: popSecond + retriesOf(q.Score), Action: rdb.ActionRestore, Arg: q.Score})
@@ -43,9 +45,22 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			m = &Message{Topic: t.sub.topic.Name, Slot: s.lease.Slot(), Content: p.Member, RetriesLeft: int(retriesOf(p.Score))}
 		}
 		o := rdb.Outcome{Member: p.Member, PrepareScore: popSecond + int64(m.RetriesLeft), Action: rdb.ActionCommit}
-		if err := t.call(s.ctx, m); err != nil {
-			o.Action = rdb.ActionRollback
-			o.Arg = "0"
+		c.counters.delivered.Add(1)
+		if m.Attempt > 1 {
+			c.counters.redelivered.Add(1)
+		}
+		err = t.call(s.ctx, m)
+		switch {
+		case err == nil:
+			c.counters.committed.Add(1)
+		case errors.Is(err, ErrNotOwner):
+			// Not done, and not the message's fault: back as it was.
+			c.counters.notOwner.Add(1)
+			o.Action, o.Arg = rdb.ActionRestore, p.Score
+			c.cfg.logger.Info("rmq: listener gave the message back: slot no longer owned", "topic", m.Topic, "slot", m.Slot)
+		default:
+			c.counters.failed.Add(1)
+			o.Action, o.Arg = rdb.ActionRollback, "0"
 			if m.RetriesLeft > 0 {
 				retry := MaxRetries + 1 - m.RetriesLeft
 				o.Arg = strconv.FormatInt(c.cfg.backoff(retry).Milliseconds(), 10)
@@ -71,6 +86,7 @@ func (t *thread) call(ctx context.Context, m *Message) (err error) {
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
+			t.sub.c.counters.panics.Add(1)
 			err = fmt.Errorf("rmq: listener panicked: %v", r)
 			t.sub.c.cfg.logger.Error("rmq: listener panicked", "topic", m.Topic, "slot", m.Slot,
 				"panic", r, "stack", string(debug.Stack()))

@@ -43,6 +43,7 @@ type Client struct {
 	topics   topicCache
 	producer *Producer
 	waits    string // the retry backoff in ms for retries 1..16, for the cycle script
+	counters counters
 
 	mu     sync.Mutex
 	state  clientState
@@ -90,7 +91,7 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 	keys := rdb.NewKeyspace(cfg.namespace)
 	c := &Client{cfg: cfg, keys: keys, broker: rdb.New(r, keys), subs: make(map[string]*subscription)}
 	c.hard, c.hardCancel = context.WithCancel(context.Background())
-	c.producer = &Producer{c: c, queue: &sendQueue{broker: c.broker, log: cfg.logger}}
+	c.producer = &Producer{c: c, queue: &sendQueue{broker: c.broker, log: cfg.logger, sent: &c.counters.sent}}
 	waits := make([]string, MaxRetries)
 	for i := range waits {
 		waits[i] = strconv.FormatInt(max(cfg.backoff(i+1).Milliseconds(), 0), 10)

@@ -43,7 +43,8 @@ type sendQueue struct {
 	pending  []*sendReq
 	flushers int
 
-	pipelines, sent atomic.Int64 // pipelines of coalesced sends, and their messages
+	pipelines atomic.Int64  // pipelines of coalesced sends
+	sent      *atomic.Int64 // messages stored (the client's counter)
 }
 
 // send queues r (from reqPool) and waits until it is stored or ctx ends.
@@ -101,7 +102,6 @@ func (q *sendQueue) flush() {
 		q.mu.Unlock()
 		last = n
 		q.pipelines.Add(1)
-		q.sent.Add(int64(n))
 
 		_ = q.store(context.Background(), batch) // errors are per request
 		for _, r := range batch {
@@ -121,11 +121,15 @@ func (q *sendQueue) store(ctx context.Context, reqs []*sendReq) error {
 		entries[i] = r.entry
 	}
 	errs, pubErr := q.broker.Enqueue(ctx, entries, wakePublications(reqs))
+	stored := int64(len(reqs))
 	for i, r := range reqs {
 		if errs != nil {
-			r.err = errs[i]
+			if r.err = errs[i]; r.err != nil {
+				stored--
+			}
 		}
 	}
+	q.sent.Add(stored)
 	if pubErr != nil {
 		// The messages are stored; consumers find them at their next idle poll.
 		q.log.Warn("rmq: wake-up publish failed", "err", pubErr)

@@ -253,6 +253,7 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 	res, err := c.broker.Cycle(hard, s.keys, t.request(s, t.sub.batchSize()))
 	now := time.Now()
 	if err != nil {
+		c.counters.redisErrors.Add(1)
 		t.errs++
 		t.paused = now.Add(redisBackoff(t.errs))
 		if t.errs == 1 || t.errs%20 == 0 {
@@ -267,6 +268,7 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 	}
 	s.pending = s.pending[:0]
 	if res.Refused {
+		c.counters.fenced.Add(1)
 		c.cfg.logger.Warn("rmq: slot is fenced by a newer owner; letting it go", "topic", t.sub.topic.Name,
 			"slot", s.lease.Slot(), "token", s.lease.Token(), "owner_token", res.OwnerToken)
 		s.lease.Lose()

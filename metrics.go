@@ -1,0 +1,35 @@
+package rmq
+
+import "sync/atomic"
+
+// Metrics are a client's counters since New. Read them with Client.Metrics
+// and export them to whatever monitoring you use.
+type Metrics struct {
+	Sent        int64 // messages stored by Send and SendBatch
+	Delivered   int64 // listener calls
+	Redelivered int64 // listener calls of a message delivered before (Attempt > 1)
+	Committed   int64 // listener calls that returned nil
+	Failed      int64 // listener calls that returned an error or panicked (rolled back)
+	Panics      int64 // of which panics
+	NotOwner    int64 // listener calls that returned ErrNotOwner (restored unchanged)
+	Restored    int64 // popped messages handed back unstarted (revoked slot, shutdown, long batch)
+	Fenced      int64 // pops refused because a newer owner holds the slot
+	RedisErrors int64 // failed Redis calls of consumers (each followed by a backoff)
+}
+
+// counters backs Metrics.
+type counters struct {
+	sent, delivered, redelivered, committed, failed, panics atomic.Int64
+	notOwner, restored, fenced, redisErrors                 atomic.Int64
+}
+
+// Metrics returns the client's counters.
+func (c *Client) Metrics() Metrics {
+	m := &c.counters
+	return Metrics{
+		Sent: m.sent.Load(), Delivered: m.delivered.Load(), Redelivered: m.redelivered.Load(),
+		Committed: m.committed.Load(), Failed: m.failed.Load(), Panics: m.panics.Load(),
+		NotOwner: m.notOwner.Load(), Restored: m.restored.Load(), Fenced: m.fenced.Load(),
+		RedisErrors: m.redisErrors.Load(),
+	}
+}
