@@ -34,6 +34,7 @@ type zkRun struct {
 
 	mu       sync.Mutex
 	live     bool                // a session is established
+	closing  bool                // Run is ending and closes the session itself
 	leaseEnd int64               // monotonic ns until which this session's leases hold
 	leases   map[*Lease]struct{} // handed out and not yet released
 	armed    map[string]bool     // paths with a watch in place
@@ -95,12 +96,19 @@ func (r *zkRun) run(ctx context.Context) error {
 		return err
 	}
 	r.sess = sess
-	defer sess.conn.Close()
+	defer func() {
+		r.mu.Lock()
+		r.closing = true // the session ends by our hand: not a suspension
+		r.mu.Unlock()
+		sess.conn.Close()
+	}()
 	r.mu.Lock()
 	r.live = sess.conn.State() == zk.StateHasSession
 	r.mu.Unlock()
 
-	hbCtx, stopHB := context.WithCancel(ctx)
+	// The heartbeat outlives ctx: leases must stay valid while leave() waits
+	// for in-flight listeners to finish.
+	hbCtx, stopHB := context.WithCancel(context.Background())
 	var hb sync.WaitGroup
 	hb.Go(func() { r.heartbeat(hbCtx) })
 	defer hb.Wait()
@@ -145,11 +153,20 @@ func (r *zkRun) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
+	r.mu.Lock()
+	closing, was := r.closing, r.live
+	r.mu.Unlock()
+	if closing {
+		return
+	}
 	switch ev.State {
 	case zk.StateHasSession:
 		r.mu.Lock()
 		r.live = true
 		r.mu.Unlock()
+		if !was {
+			r.log.Info("rmq: zookeeper session established", "server", ev.Server)
+		}
 	case zk.StateDisconnected, zk.StateExpired, zk.StateAuthFailed:
 		r.suspend(ev.State)
 	default:

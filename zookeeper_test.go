@@ -1,0 +1,99 @@
+package rmq_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// zkClient returns a client in a fresh namespace coordinated by the real
+// ZooKeeper ensemble.
+func zkClient(t *testing.T, b testenv.Backend, ns, worker string, opts ...rmq.Option) *rmq.Client {
+	t.Helper()
+	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: testenv.ZooKeeper(t),
+		SessionTimeout: 4 * time.Second, Root: "/rmq-test", WorkerID: worker})
+	require.NoError(t, err)
+	t.Cleanup(func() { z.Close() })
+	c, err := rmq.New(b.Redis, append([]rmq.Option{rmq.WithNamespace(ns), rmq.WithCoordinator(z)}, opts...)...)
+	require.NoError(t, err)
+	return c
+}
+
+// A listener still running when Close is called finishes as the owner: the
+// graceful drain keeps the lease alive (up to the consume timeout).
+func TestGracefulCloseKeepsOwnershipWhileDraining(t *testing.T) {
+	b := testenv.Single(t)
+	ns := testenv.Namespace(t, b)
+	c := zkClient(t, b, ns, "solo", rmq.WithConsumeTimeout(10*time.Second))
+	ctx := context.Background()
+	define(t, c, "t", 1, rmq.Priority)
+	started := make(chan struct{}, 1)
+	owned := make(chan bool, 1)
+	require.NoError(t, c.Subscribe("t", rmq.ListenerFunc(func(ctx context.Context, m *rmq.Message) error {
+		started <- struct{}{}
+		time.Sleep(3 * time.Second) // longer than half the session timeout: the lease must be renewed meanwhile
+		ok := rmq.Owned(ctx)
+		owned <- ok
+		if !ok {
+			return rmq.ErrNotOwner
+		}
+		return nil
+	})))
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("m"), Priority: 100}))
+	select {
+	case <-started:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the message was not delivered")
+	}
+	time.Sleep(100 * time.Millisecond)
+	closeCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	require.NoError(t, c.Close(closeCtx))
+	require.NoError(t, <-done)
+	assert.True(t, <-owned, "a listener draining during a graceful Close saw Owned == false")
+	st := stats(t, c, "t")
+	assert.Equal(t, int64(0), st.Store+st.Prepare, "the message was committed")
+}
+
+// Two processes' worth of clients share the slots; every message is handled
+// once per delivery by the slot's one owner.
+func TestZooKeeperClientsShareSlots(t *testing.T) {
+	b := testenv.Single(t)
+	ns := testenv.Namespace(t, b)
+	ctx := context.Background()
+	a := zkClient(t, b, ns, "a")
+	define(t, a, "t", 16, rmq.FixedTime)
+	bb := zkClient(t, b, ns, "b")
+	ra, rb := newRecorder(), newRecorder()
+	require.NoError(t, a.Subscribe("t", ra, rmq.WithThreads(2)))
+	require.NoError(t, bb.Subscribe("t", rb, rmq.WithThreads(2)))
+	run(t, a)
+	run(t, bb)
+	time.Sleep(time.Second) // both joined
+	var msgs []rmq.OutgoingMessage
+	for i := range 200 {
+		msgs = append(msgs, rmq.FixedTimeMessage{Topic: "t", Content: []byte{byte(i), 'x'}, FixedTime: time.Now().Add(10 * time.Millisecond)})
+	}
+	require.NoError(t, a.Producer().SendBatch(ctx, msgs...))
+	eventually(t, 15*time.Second, "all consumed", func() bool { return len(ra.snapshot())+len(rb.snapshot()) >= 200 })
+	slotsA, slotsB := map[int]bool{}, map[int]bool{}
+	for _, d := range ra.snapshot() {
+		slotsA[d.msg.Slot] = true
+	}
+	for _, d := range rb.snapshot() {
+		slotsB[d.msg.Slot] = true
+		assert.False(t, slotsA[d.msg.Slot], "slot %d consumed by both", d.msg.Slot)
+	}
+	assert.NotEmpty(t, slotsA)
+	assert.NotEmpty(t, slotsB)
+	assert.Equal(t, 16, len(slotsA)+len(slotsB))
+}
