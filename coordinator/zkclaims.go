@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -11,24 +12,17 @@ import (
 
 // readAssignment refreshes t.desired when its assignment node changed.
 func (r *zkRun) readAssignment(t *zkTopic) error {
-	conn := r.sess.conn
 	path := r.paths.assignment(t.Topic)
-	var data []byte
-	var exists bool
-	err := r.watch(path, func() (<-chan zk.Event, error) {
-		d, _, ch, err := conn.GetW(path)
-		if errors.Is(err, zk.ErrNoNode) {
-			_, _, ch, err = conn.ExistsW(path) // watch for its creation
-			return ch, err
-		}
-		data, exists = d, err == nil
-		return ch, err
-	})
-	if err != nil {
-		return fmt.Errorf("rmq: zookeeper assignment of %s: %w", t.Topic, err)
+	if ch, err := r.changed(path, false); err != nil || !ch {
+		return err
 	}
-	if !exists {
-		return nil // unchanged since the last look, or not written yet
+	data, _, err := r.sess.conn.Get(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil // not written yet
+	}
+	if err != nil {
+		delete(r.seen, path) // read it again next time
+		return fmt.Errorf("rmq: zookeeper assignment of %s: %w", t.Topic, err)
 	}
 	var a assignmentNode
 	if err := json.Unmarshal(data, &a); err != nil {
@@ -53,6 +47,7 @@ func (r *zkRun) applyAssignment(t *zkTopic, sid int64) error {
 		released := isDone(c.lease.Released())
 		switch {
 		case !want && !c.moving && !released:
+			r.busy = true
 			c.moving, c.drainBy = true, now.Add(r.m.DrainTimeout)
 			c.lease.Revoke()
 			r.h.Revoked(c.lease)
@@ -75,8 +70,19 @@ func (r *zkRun) applyAssignment(t *zkTopic, sid int64) error {
 			}
 		}
 	}
+	var free map[int]bool // slots without an owner node, read once per pass
 	for slot, o := range t.desired {
 		if o.Worker != r.id || o.Thread >= t.Threads || t.held[slot] != nil {
+			continue
+		}
+		if free == nil {
+			var err error
+			if free, err = r.freeSlots(t); err != nil {
+				return err
+			}
+		}
+		if !free[slot] {
+			r.busy = true // another worker still holds it: look again soon
 			continue
 		}
 		if err := r.claim(t, slot, o.Thread, sid); err != nil {
@@ -86,8 +92,26 @@ func (r *zkRun) applyAssignment(t *zkTopic, sid int64) error {
 	return nil
 }
 
-// claim creates the slot's owner node; if another worker still holds it, a
-// watch on the node brings the next attempt when it goes.
+// freeSlots returns the slots of t that have no owner node.
+func (r *zkRun) freeSlots(t *zkTopic) (map[int]bool, error) {
+	names, _, err := r.sess.conn.Children(r.paths.owners(t.Topic))
+	if err != nil {
+		return nil, fmt.Errorf("rmq: zookeeper owners of %s: %w", t.Topic, err)
+	}
+	free := make(map[int]bool, t.SlotAmount)
+	for i := range t.SlotAmount {
+		free[i] = true
+	}
+	for _, n := range names {
+		if i, err := strconv.Atoi(n); err == nil {
+			delete(free, i)
+		}
+	}
+	return free, nil
+}
+
+// claim creates the slot's owner node and hands out a lease on it. If
+// another worker created it first, the slot is left for a later pass.
 func (r *zkRun) claim(t *zkTopic, slot, thread int, sid int64) error {
 	conn := r.sess.conn
 	path := r.paths.owner(t.Topic, slot)
@@ -96,25 +120,13 @@ func (r *zkRun) claim(t *zkTopic, slot, thread int, sid int64) error {
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("rmq: zookeeper claim %s: %w", path, err)
 	}
-	var st *zk.Stat
-	err = r.watch(path, func() (<-chan zk.Event, error) {
-		ok, s, ch, err := conn.ExistsW(path)
-		if ok {
-			st = s
-		}
-		return ch, err
-	})
+	_, st, err := conn.Exists(path)
 	if err != nil {
 		return fmt.Errorf("rmq: zookeeper claim %s: %w", path, err)
 	}
-	if st == nil {
-		// Watch already armed (held by someone else, unchanged) or gone again.
-		if _, s, err := conn.Exists(path); err == nil && s != nil {
-			st = s
-		}
-	}
 	if st == nil || st.EphemeralOwner != sid {
-		return nil // another worker holds it: wait for its node to go
+		r.busy = true // lost the race, or gone again: look again soon
+		return nil
 	}
 	c := &zkHeld{slot: slot, thread: thread, token: st.Czxid}
 	t.held[slot] = c
@@ -191,10 +203,14 @@ func (r *zkRun) drop(t *zkTopic, c *zkHeld, sid int64) error {
 	return nil
 }
 
-// nextDeadline is how long the loop may sleep before a drain deadline or a
-// reissue falls due.
+// nextDeadline is how long the loop may sleep: the poll interval (a fast one
+// while a handover is under way), or less when a drain deadline or a reissue
+// falls due sooner.
 func (r *zkRun) nextDeadline() time.Duration {
-	wait := 5 * time.Second
+	wait := r.z.cfg.PollInterval
+	if r.busy || r.dirty {
+		wait = min(wait, fastPoll)
+	}
 	now := time.Now()
 	for _, t := range r.topics {
 		for _, c := range t.held {
@@ -205,8 +221,11 @@ func (r *zkRun) nextDeadline() time.Duration {
 			}
 		}
 	}
-	return max(wait, 10*time.Millisecond)
+	return max(wait, 5*time.Millisecond)
 }
+
+// fastPoll is the poll interval while a handover is under way.
+const fastPoll = 25 * time.Millisecond
 
 // leave hands every slot back and leaves the group: revoke, wait for the
 // releases (up to the drain timeout), delete the owner nodes, then the

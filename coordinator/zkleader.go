@@ -10,20 +10,35 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// elect reads the election and notes whether this worker leads.
+// changed reports whether the node at path was modified since the last look
+// (its data, or with children its list of children), recording what it saw.
+// A missing node reads as changed once, then as unchanged.
+func (r *zkRun) changed(path string, children bool) (bool, error) {
+	ok, st, err := r.sess.conn.Exists(path)
+	if err != nil {
+		return false, fmt.Errorf("rmq: zookeeper exists %s: %w", path, err)
+	}
+	var z int64 = -1
+	if ok {
+		z = st.Mzxid
+		if children {
+			z = st.Pzxid
+		}
+	}
+	last, seen := r.seen[path]
+	r.seen[path] = z
+	return !seen || last != z, nil
+}
+
+// elect reads the election when it changed and notes whether this worker leads.
 func (r *zkRun) elect() error {
-	conn := r.sess.conn
-	var children []string
-	err := r.watch(r.paths.election(), func() (<-chan zk.Event, error) {
-		c, _, ch, err := conn.ChildrenW(r.paths.election())
-		children = c
-		return ch, err
-	})
+	path := r.paths.election()
+	if ch, err := r.changed(path, true); err != nil || !ch {
+		return err
+	}
+	children, _, err := r.sess.conn.Children(path)
 	if err != nil {
 		return fmt.Errorf("rmq: zookeeper election: %w", err)
-	}
-	if children == nil {
-		return nil // unchanged since the last look
 	}
 	leader := electionLeader(children) == r.election
 	if leader != r.leader {
@@ -37,22 +52,17 @@ func (r *zkRun) elect() error {
 // subscribes, when membership changed since the last time.
 func (r *zkRun) lead() error {
 	conn := r.sess.conn
-	var ids []string
-	err := r.watch(r.paths.workers(), func() (<-chan zk.Event, error) {
-		c, _, ch, err := conn.ChildrenW(r.paths.workers())
-		ids = c
-		return ch, err
-	})
+	ch, err := r.changed(r.paths.workers(), true)
 	if err != nil {
-		return fmt.Errorf("rmq: zookeeper workers: %w", err)
+		return err
 	}
-	if ids == nil && !r.dirty {
+	if !ch && !r.dirty {
 		return nil
 	}
-	if ids == nil {
-		if ids, _, err = conn.Children(r.paths.workers()); err != nil {
-			return fmt.Errorf("rmq: zookeeper workers: %w", err)
-		}
+	r.dirty = true // until the assignments are written
+	ids, _, err := conn.Children(r.paths.workers())
+	if err != nil {
+		return fmt.Errorf("rmq: zookeeper workers: %w", err)
 	}
 	byTopic := map[string][]WorkerThreads{}
 	alive := map[string]bool{}
@@ -62,7 +72,7 @@ func (r *zkRun) lead() error {
 		if !ok {
 			data, _, err := conn.Get(r.paths.worker(id))
 			if errors.Is(err, zk.ErrNoNode) {
-				continue // left meanwhile; the children watch fires again
+				continue // left meanwhile; the next look sees it gone
 			}
 			if err != nil {
 				return fmt.Errorf("rmq: zookeeper worker %s: %w", id, err)
@@ -92,8 +102,8 @@ func (r *zkRun) lead() error {
 }
 
 // assignTopic writes the assignment of one topic if it changed. A concurrent
-// write by another (outgoing) leader fails the version check; the watch
-// brings the next round.
+// write by another (outgoing) leader fails the version check, and the next
+// round recomputes.
 func (r *zkRun) assignTopic(topic string, workers []WorkerThreads) error {
 	conn := r.sess.conn
 	slots, ok := r.slotsOf[topic]
@@ -134,7 +144,6 @@ func (r *zkRun) assignTopic(topic string, workers []WorkerThreads) error {
 		_, err = conn.Set(path, out, st.Version)
 	}
 	if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) {
-		r.dirty = true
 		return fmt.Errorf("rmq: assignment of %s changed under us; recomputing", topic)
 	}
 	if err != nil {

@@ -16,11 +16,17 @@ import (
 // zkRun is one Run of the ZooKeeper coordinator: one worker's membership,
 // on a ZooKeeper session of its own.
 //
-// A single loop goroutine does all ZooKeeper reads and writes (reconcile);
-// watches, lease releases and session events only kick it. Two things happen
-// outside the loop because they must not wait for it: the session callback
-// invalidates every lease the moment the connection is lost, and the
-// heartbeat extends lease deadlines after each successful round trip.
+// A single loop goroutine does all ZooKeeper reads and writes (reconcile):
+// it polls the few nodes it follows, comparing their modification zxids, every
+// PollInterval (faster while a handover is under way), and lease releases and
+// session events kick it. It does not use ZooKeeper watches: go-zookeeper
+// re-registers watches after a reconnect while its receive loop already runs,
+// an unsynchronized access (go-zookeeper issue #260) that the race detector
+// reports; polling a version costs a few reads per second per worker.
+//
+// Two things happen outside the loop because they must not wait for it: the
+// session callback invalidates every lease the moment the connection is lost,
+// and the heartbeat extends lease deadlines after each successful round trip.
 type zkRun struct {
 	z     *ZooKeeper
 	m     Member
@@ -37,13 +43,14 @@ type zkRun struct {
 	closing  bool                // Run is ending and closes the session itself
 	leaseEnd int64               // monotonic ns until which this session's leases hold
 	leases   map[*Lease]struct{} // handed out and not yet released
-	armed    map[string]bool     // paths with a watch in place
 
 	// Loop state.
 	joined   int64 // session id in which the worker and election nodes exist
 	election string
 	leader   bool
-	dirty    bool // the leader must recompute assignments
+	dirty    bool             // the leader must recompute assignments
+	busy     bool             // a handover is under way: poll fast
+	seen     map[string]int64 // path → modification zxid last read (data or children)
 	topics   map[string]*zkTopic
 	workers  map[string]workerNode // leader's cache of worker nodes
 	slotsOf  map[string]int        // leader's cache of topic slot amounts
@@ -71,7 +78,7 @@ func newZKRun(z *ZooKeeper, m Member, h Handler) *zkRun {
 		z: z, m: m, h: h, paths: newZKPaths(z.cfg.Root, m.Namespace), id: z.cfg.WorkerID,
 		log:  z.log.With("worker", z.cfg.WorkerID, "namespace", m.Namespace),
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
-		leases: make(map[*Lease]struct{}), armed: make(map[string]bool),
+		leases: make(map[*Lease]struct{}), seen: make(map[string]int64),
 		topics: make(map[string]*zkTopic), workers: make(map[string]workerNode), slotsOf: make(map[string]int),
 	}
 	for _, t := range m.Topics {
@@ -273,9 +280,13 @@ func (r *zkRun) reconcile() error {
 			return err
 		}
 	}
+	r.busy = false // set again by whatever is still under way
 	for _, t := range r.topics {
 		if err := r.readAssignment(t); err != nil {
 			return err
+		}
+		if t.desired == nil {
+			r.busy = true // joined, waiting for the leader's first assignment
 		}
 		if err := r.applyAssignment(t, sid); err != nil {
 			return err
@@ -296,9 +307,7 @@ func (r *zkRun) forgetSession() {
 		}
 		clear(t.held)
 	}
-	r.mu.Lock()
-	clear(r.armed)
-	r.mu.Unlock()
+	clear(r.seen)
 	r.election, r.leader = "", false
 }
 
@@ -356,42 +365,4 @@ func createEphemeral(conn *zk.Conn, path string, data []byte, acl []zk.ACL, sid 
 		return fmt.Errorf("rmq: zookeeper create %s: %w", path, err)
 	}
 	return err
-}
-
-// watch arms a one-shot watch on path (once until it fires) through arm,
-// which performs the read that sets it.
-func (r *zkRun) watch(path string, arm func() (<-chan zk.Event, error)) error {
-	if r.isArmed(path) {
-		return nil
-	}
-	ch, err := arm()
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.armed[path] = true
-	r.mu.Unlock()
-	go func() {
-		select {
-		case <-ch:
-		case <-r.done:
-			return
-		}
-		r.disarm(path)
-	}()
-	return nil
-}
-
-func (r *zkRun) isArmed(path string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.armed[path]
-}
-
-// disarm runs on a watch goroutine when the watch fires, then kicks the loop.
-func (r *zkRun) disarm(path string) {
-	r.mu.Lock()
-	delete(r.armed, path)
-	r.mu.Unlock()
-	r.poke()
 }

@@ -47,6 +47,11 @@ type ZooKeeperConfig struct {
 	WorkerID string
 	// Logger receives the coordinator's logs. Default: silent.
 	Logger *slog.Logger
+	// PollInterval is how often a worker looks for changes (the assignment,
+	// the election, and for the leader the members) when nothing is under
+	// way; during a handover it looks every 25ms. Each look is one or two
+	// reads per topic. Default 250ms; range 25ms..10s.
+	PollInterval time.Duration
 }
 
 // ZooKeeper is the coordinator for many processes: workers register in
@@ -84,6 +89,12 @@ func NewZooKeeper(cfg ZooKeeperConfig) (*ZooKeeper, error) {
 	}
 	if cfg.SessionTimeout < time.Second || cfg.SessionTimeout > 10*time.Minute {
 		return nil, fmt.Errorf("%w: session timeout %v outside 1s..10m", ErrInvalidConfig, cfg.SessionTimeout)
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 250 * time.Millisecond
+	}
+	if cfg.PollInterval < 25*time.Millisecond || cfg.PollInterval > 10*time.Second {
+		return nil, fmt.Errorf("%w: poll interval %v outside 25ms..10s", ErrInvalidConfig, cfg.PollInterval)
 	}
 	if cfg.Root == "" {
 		cfg.Root = "/rmq"
