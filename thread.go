@@ -291,7 +291,9 @@ func (t *thread) nextLook(res rdb.CycleResult, now time.Time) time.Time {
 	if res.NextMs < 0 {
 		return now.Add(poll)
 	}
-	return now.Add(min(time.Duration(res.NextMs-res.NowMs)*time.Millisecond, poll))
+	// From the µs clock: waking at the start of the due millisecond, not up
+	// to a millisecond early (which would cost a futile cycle and then be late).
+	return now.Add(min(time.Duration(res.NextMs*1000-res.NowUs)*time.Microsecond, poll))
 }
 
 // invalidLeaseRecheck is how often a slot whose lease is not valid right now

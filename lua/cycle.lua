@@ -22,7 +22,7 @@
 --                  "c" commit | "r<ms>" roll back, retry after ms | "s<score>"
 --                  restore unprocessed, with the original store score
 --
--- Returns {now ms, next ms, member1, score1, member2, score2, ...} (now is 0 when
+-- Returns {now µs, next ms, member1, score1, member2, score2, ...} (now is 0 when
 -- the slot was found empty before reading the clock) where next
 -- is when something in this slot next becomes due (a future store score, a
 -- retry, a prepare timeout), -1 for never, now when the batch came back full,
@@ -42,7 +42,8 @@ if n == 0 and redis.call('EXISTS', store, prepare, retry) == 0 then return {0, -
 
 local t = redis.call('TIME')
 local nowSec = tonumber(t[1])
-local nowMs = nowSec * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nowUs = nowSec * 1000000 + tonumber(t[2])
+local nowMs = math.floor(nowUs / 1000)
 
 local waits
 local function waitBefore(left)
@@ -100,12 +101,12 @@ if n > 0 then
   if #commits > 0 then redis.call('ZREM', prepare, unpack(commits)) end
 end
 
-if max <= 0 then return {nowMs, -1} end
+if max <= 0 then return {nowUs, -1} end
 
 -- 2. Fencing: a caller with a lower token than the slot's owner may not pop.
 if ARGV[5] ~= '0' then
   local cur = redis.call('GET', owner)
-  if cur and tonumber(cur) > tonumber(ARGV[5]) then return {nowMs, -2, cur} end
+  if cur and tonumber(cur) > tonumber(ARGV[5]) then return {nowUs, -2, cur} end
   if (not cur) or tonumber(cur) < tonumber(ARGV[5]) then redis.call('SET', owner, ARGV[5]) end
 end
 
@@ -130,7 +131,7 @@ end
 
 -- 5. Pop. A content whose earlier copy is still in prepare stays in store until
 -- that copy is settled, so one content is never in flight twice.
-local out = {nowMs, -1}
+local out = {nowUs, -1}
 local guarded = redis.call('ZCARD', prepare) > 0
 local popped, offset, budget = 0, 0, 4 * max + 256
 local padd = {}

@@ -42,7 +42,8 @@ type Popped struct {
 
 // CycleResult is what one cycle returned.
 type CycleResult struct {
-	NowMs      int64 // Redis time when the script ran
+	NowUs      int64 // Redis time when the script ran, in µs
+	NowMs      int64 // the same in ms
 	NextMs     int64 // when the slot next needs a look; -1 never
 	Refused    bool  // a higher fencing token owns the slot; nothing popped
 	OwnerToken int64 // that token, when Refused
@@ -80,7 +81,7 @@ func parseCycle(raw []any) (CycleResult, error) {
 	if !ok1 || !ok2 {
 		return CycleResult{}, fmt.Errorf("rmq: cycle script returned %T, %T", raw[0], raw[1])
 	}
-	res := CycleResult{NowMs: now, NextMs: next}
+	res := CycleResult{NowUs: now, NowMs: now / 1000, NextMs: next}
 	if next == -2 {
 		res.Refused, res.NextMs = true, -1
 		if len(raw) > 2 {

@@ -135,7 +135,7 @@ func reportIdle(rep *report, res *scenarioResults) {
 		return
 	}
 	rep.printf("## 5. Idle cost\n\n")
-	rep.printf("One RMQ client with one thread owning all %s slots of an empty FixedTime topic (default idle poll, 2 s), "+
+	rep.printf("One RMQ client with one thread owning all %s slots of an empty FixedTime topic (default idle poll, 3 s), "+
 		"measured over %s after a %s warm-up. \"Sent by the worker\" counts the commands its go-redis client sends "+
 		"(a hook; one EVALSHA per slot visit). \"Executed by Redis\" is the INFO commandstats delta, which since Redis 7 "+
 		"also counts every command a Lua script runs, minus our INFO calls and the producer's commands. During the window "+

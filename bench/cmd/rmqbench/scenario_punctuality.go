@@ -47,7 +47,7 @@ var punctualityScenario = &scenario{
 func punctualSettings(name string) string {
 	switch name {
 	case vPunctRMQ:
-		return fmt.Sprintf("FixedTime topic, %d slots, WithThreads(16), default idle poll (2 s); SendBatch", consumeSlots)
+		return fmt.Sprintf("FixedTime topic, %d slots, WithThreads(16), default idle poll (3 s); SendBatch", consumeSlots)
 	case vPunctAsynqDef:
 		return "ProcessAt; Concurrency 16, DelayedTaskCheckInterval 5 s, TaskCheckInterval 1 s (defaults)"
 	case vPunctAsynqTuned:
