@@ -1,0 +1,331 @@
+package rmq_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/churn"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// churnRun is one scenario: its namespace, workers, feed and events.
+type churnRun struct {
+	t       *testing.T
+	b       testenv.Backend
+	servers []string
+	ns      string
+	dir     string
+	client  *rmq.Client
+	admin   *coordinator.ZooKeeper
+	keys    []string // feed order: consecutive keys are in different slots
+	resStep time.Duration
+	t0      time.Time // when the feed started
+
+	workers []*churnWorker
+	events  []*churnEvent
+	feed    churnFeed
+	zkDown  int      // a ZooKeeper node this run killed and has not restarted yet
+	slow    []string // slow messages sent for mid-call signals
+}
+
+// churnEvent is one change during a run.
+type churnEvent struct {
+	churn.Event
+	live []string // workers that should hold slots once it settles
+	// zkSettled is when ZooKeeper showed every slot held by its assigned
+	// owner among live (Unix ns; 0: not before the next event).
+	zkSettled int64
+	joined    string // for a join: the worker, whose start marker replaces At
+	note      string
+}
+
+func newChurnRun(t *testing.T) *churnRun {
+	b := testenv.Single(t)
+	servers := testenv.ZooKeeper(t)
+	r := &churnRun{t: t, b: b, servers: servers, ns: testenv.Namespace(t, b)}
+	r.dir = t.TempDir()
+	if keep := os.Getenv(churnKeepEnv); keep != "" {
+		r.dir = filepath.Join(keep, r.ns)
+		if err := os.MkdirAll(r.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("logs kept in %s", r.dir)
+	}
+	admin, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers,
+		SessionTimeout: churnSession, Root: churnRoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	r.admin = admin
+	c, err := rmq.New(b.Redis, rmq.WithNamespace(r.ns), rmq.WithCoordinator(admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	r.client = c
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.DefineTopic(ctx, rmq.Topic{Name: churnTopic, SlotAmount: churnSlots, Type: rmq.FixedTime}); err != nil {
+		t.Fatal(err)
+	}
+	r.keys, r.resStep = churnKeyOrder()
+	return r
+}
+
+// churnKeyOrder picks churnKeys slot bases spread evenly over the slots (3
+// or 4 per slot) and orders them so that the feed cycles through the slots:
+// every slot gets a message at least every resolution.
+func churnKeyOrder() (order []string, resolution time.Duration) {
+	buckets := make([][]string, churnSlots)
+	per, extra := churnKeys/churnSlots, churnKeys%churnSlots
+	for i, n := 0, 0; n < churnKeys; i++ {
+		k := fmt.Sprintf("key-%d", i)
+		s := rmq.SlotIndex([]byte(k), churnSlots)
+		limit := per
+		if s < extra {
+			limit++
+		}
+		if len(buckets[s]) < limit {
+			buckets[s] = append(buckets[s], k)
+			n++
+		}
+	}
+	for round := 0; round <= per; round++ {
+		for s := range churnSlots {
+			if round < len(buckets[s]) {
+				order = append(order, buckets[s][round])
+			}
+		}
+	}
+	// The longest cyclic distance between two messages of one slot.
+	last, first, worst := map[int]int{}, map[int]int{}, 0
+	for i, k := range order {
+		s := rmq.SlotIndex([]byte(k), churnSlots)
+		if j, ok := last[s]; ok {
+			worst = max(worst, i-j)
+		} else {
+			first[s] = i
+		}
+		last[s] = i
+	}
+	for s, j := range last {
+		worst = max(worst, len(order)-j+first[s])
+	}
+	return order, time.Duration(worst) * time.Second / churnRate
+}
+
+// --- feed --------------------------------------------------------------------
+
+// churnFeed sends messages at churnRate until stopped.
+type churnFeed struct {
+	mu      sync.Mutex
+	sent    []string
+	err     error
+	stopCh  chan struct{}
+	done    chan struct{}
+	stopped time.Time
+}
+
+func (r *churnRun) startFeed() {
+	f := &r.feed
+	f.stopCh, f.done = make(chan struct{}), make(chan struct{})
+	r.t0 = time.Now()
+	go func() {
+		defer close(f.done)
+		tick := time.NewTicker(churnTick)
+		defer tick.Stop()
+		seq := 0
+		for {
+			select {
+			case <-f.stopCh:
+				return
+			case <-tick.C:
+			}
+			want := int(time.Since(r.t0).Seconds() * churnRate)
+			n := min(want-seq, churnRate/2) // catch up after a stall, in bounded batches
+			if n <= 0 {
+				continue
+			}
+			now := time.Now()
+			msgs := make([]rmq.OutgoingMessage, n)
+			contents := make([]string, n)
+			for i := range n {
+				key := r.keys[(seq+i)%len(r.keys)]
+				contents[i] = fmt.Sprintf("%s|%07d", key, seq+i)
+				msgs[i] = rmq.FixedTimeMessage{Topic: churnTopic, Content: []byte(contents[i]),
+					FixedTime: now.Add(churnDue), SlotBasis: key}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := r.client.Producer().SendBatch(ctx, msgs...)
+			cancel()
+			f.mu.Lock()
+			if err != nil {
+				f.err = fmt.Errorf("send of %s..%s: %w", contents[0], contents[n-1], err)
+				f.mu.Unlock()
+				return
+			}
+			f.sent = append(f.sent, contents...)
+			f.mu.Unlock()
+			seq += n
+		}
+	}()
+	r.t.Cleanup(func() { r.stopFeed() })
+}
+
+// stopFeed stops the feed (once) and returns what it sent.
+func (r *churnRun) stopFeed() []string {
+	f := &r.feed
+	f.mu.Lock()
+	if f.stopped.IsZero() {
+		close(f.stopCh)
+		f.stopped = time.Now()
+	}
+	f.mu.Unlock()
+	<-f.done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sent)
+}
+
+// --- workers -----------------------------------------------------------------
+
+// churnWorker is a worker process.
+type churnWorker struct {
+	id       string
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	logPath  string // call log (JSON lines)
+	errPath  string // stdout and stderr
+	launched time.Time
+	done     chan struct{} // closed once reaped
+	err      error         // cmd.Wait's result, once done
+	fate     string        // how the parent ended it: "", "SIGTERM", "SIGKILL", "stdin EOF"
+}
+
+func (w *churnWorker) exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *churnWorker) exitStatus() string {
+	if !w.exited() {
+		return "running"
+	}
+	if w.err == nil {
+		return "exit 0"
+	}
+	return w.err.Error()
+}
+
+func (w *churnWorker) output() string {
+	b, err := os.ReadFile(w.errPath)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return string(b)
+}
+
+func (r *churnRun) worker(id string) *churnWorker {
+	for _, w := range r.workers {
+		if w.id == id {
+			return w
+		}
+	}
+	r.t.Fatalf("no worker %s", id)
+	return nil
+}
+
+// live returns the ids of workers expected to hold slots: started, not
+// ended by the parent and not frozen.
+func (r *churnRun) live(frozen ...string) []string {
+	var ids []string
+	for _, w := range r.workers {
+		if w.fate == "" && !slices.Contains(frozen, w.id) {
+			ids = append(ids, w.id)
+		}
+	}
+	return ids
+}
+
+// startWorker starts worker id. A cleanup makes sure it is gone (SIGCONT,
+// then SIGKILL) and reaped when the test ends, and shows its output if the
+// test failed.
+func (r *churnRun) startWorker(id string) *churnWorker {
+	t := r.t
+	t.Helper()
+	w := &churnWorker{id: id, logPath: filepath.Join(r.dir, id+".jsonl"),
+		errPath: filepath.Join(r.dir, id+".stderr"), done: make(chan struct{})}
+	errFile, err := os.Create(w.errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errFile.Close() // the child has its own descriptor
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChurnWorkerProcess$", "-test.count=1", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(),
+		churnWorkerEnv+"="+id,
+		churnNSEnv+"="+r.ns,
+		churnLogEnv+"="+w.logPath,
+		churnThreadsEnv+"="+strconv.Itoa(churnThreads),
+		"RMQ_ZK_SERVERS="+strings.Join(r.servers, ","),
+	)
+	cmd.Stdout, cmd.Stderr = errFile, errFile
+	// Should this process die without its cleanups, the child goes too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if w.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start worker %s: %v", id, err)
+	}
+	w.cmd, w.launched = cmd, time.Now()
+	go func() {
+		w.err = cmd.Wait()
+		close(w.done)
+	}()
+	r.workers = append(r.workers, w)
+	t.Cleanup(func() {
+		if !w.exited() {
+			_ = cmd.Process.Signal(syscall.SIGCONT) // it may be frozen
+			_ = cmd.Process.Kill()
+			<-w.done
+		}
+		_ = w.stdin.Close()
+		if t.Failed() {
+			out := w.output()
+			if lines := strings.Split(out, "\n"); len(lines) > 300 {
+				out = fmt.Sprintf("(%d lines before)\n", len(lines)-300) + strings.Join(lines[len(lines)-300:], "\n")
+			}
+			t.Logf("worker %s (pid %d, %s) output:\n%s", id, cmd.Process.Pid, w.exitStatus(), out)
+		}
+	})
+	return w
+}
+
+// signal sends sig to worker w, which must still run.
+func (r *churnRun) signal(w *churnWorker, sig syscall.Signal) {
+	r.t.Helper()
+	if w.exited() {
+		r.t.Fatalf("worker %s exited before %v: %v\n%s", w.id, sig, w.err, w.output())
+	}
+	if err := w.cmd.Process.Signal(sig); err != nil {
+		r.t.Fatalf("signal %v to worker %s: %v", sig, w.id, err)
+	}
+}
