@@ -1,0 +1,108 @@
+package coordinator
+
+import (
+	"context"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// onEvent runs on go-zookeeper's goroutine for every event; it must not block.
+func (r *zkRun) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	r.mu.Lock()
+	closing, was := r.closing, r.live
+	r.mu.Unlock()
+	if closing {
+		return
+	}
+	switch ev.State {
+	case zk.StateHasSession:
+		r.mu.Lock()
+		r.live = true
+		r.mu.Unlock()
+		if !was {
+			r.log.Info("rmq: zookeeper session established", "server", ev.Server)
+		}
+	case zk.StateDisconnected, zk.StateExpired, zk.StateAuthFailed:
+		r.suspend(ev.State)
+	default:
+		return
+	}
+	r.poke()
+}
+
+// suspend stops all consumption at once: the session may be gone, so no
+// lease may be trusted. Claims stay recorded: if the session comes back, its
+// owner nodes are still ours.
+func (r *zkRun) suspend(state zk.State) {
+	r.mu.Lock()
+	was := r.live
+	r.live, r.leaseEnd = false, 0
+	lost := make([]*Lease, 0, len(r.leases))
+	for l := range r.leases {
+		lost = append(lost, l)
+	}
+	r.mu.Unlock()
+	for _, l := range lost {
+		l.Lose()
+		r.h.Revoked(l)
+	}
+	if was {
+		r.log.Warn("rmq: zookeeper session suspended; stopped consuming", "state", state.String(), "slots", len(lost))
+	}
+}
+
+// heartbeat extends lease deadlines every sixth of the session timeout.
+func (r *zkRun) heartbeat(ctx context.Context) {
+	for ctx.Err() == nil {
+		r.beat()
+		sleepOrDone(ctx, r.sess.timeout(r.z.cfg.SessionTimeout)/6)
+	}
+}
+
+// beat syncs with the ensemble's leader and, on success, extends the leases.
+// A sync sent at t proves the session was alive after t, and the ensemble
+// will not expire it before t + timeout; leases run to t + timeout/2,
+// leaving half the timeout as margin for clocks and scheduling.
+func (r *zkRun) beat() bool {
+	sid, _ := r.session()
+	if sid == 0 {
+		return false
+	}
+	timeout := r.sess.timeout(r.z.cfg.SessionTimeout)
+	start := monoNow()
+	if _, err := r.sess.conn.Sync(r.paths.base); err != nil {
+		return false
+	}
+	r.extend(sid, start+int64(timeout/2))
+	return true
+}
+
+// extend moves the deadline of every live lease of session sid to end.
+func (r *zkRun) extend(sid int64, end int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.live || r.sess.conn.SessionID() != sid || end <= r.leaseEnd {
+		return
+	}
+	wasExpired := r.leaseEnd <= monoNow()
+	r.leaseEnd = end
+	for l := range r.leases {
+		l.deadline.Store(end)
+	}
+	if wasExpired {
+		r.poke() // reissues may be waiting for a valid deadline
+	}
+}
+
+// session returns the current session id and lease end, or 0 when suspended.
+func (r *zkRun) session() (int64, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.live {
+		return 0, 0
+	}
+	return r.sess.conn.SessionID(), r.leaseEnd
+}
