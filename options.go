@@ -31,7 +31,7 @@ func defaultConfig() config {
 		consumeTimeout: 30 * time.Second,
 		backoff:        DefaultBackoff,
 		logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		batchSize:      128,
+		batchSize:      256,
 		idlePoll:       3 * time.Second,
 		maxContent:     1 << 20,
 	}
@@ -105,8 +105,11 @@ func WithCoordinator(co coordinator.Coordinator) Option {
 }
 
 // WithBatchSize sets the most messages one pop takes from a slot. Default
-// 128, range 1..1000. The consumer takes fewer when listeners are slow, so a
-// batch is handled well within the consume timeout.
+// 256, range 1..1000. The consumer takes fewer when listeners are slow, so a
+// batch is handled well within the consume timeout. Bigger batches cost Redis
+// less per message (about 30% less at 1000 than at 128) but hold its single
+// thread longer per call (a few milliseconds at 1000), which other clients
+// of the same Redis feel as latency.
 func WithBatchSize(n int) Option {
 	return func(c *config) {
 		if n < 1 || n > 1000 {
