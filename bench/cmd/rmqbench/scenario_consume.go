@@ -46,7 +46,7 @@ var consumeScenario = &scenario{
 func consumeSettings(e *config, name string) string {
 	switch name {
 	case vConsumeRMQ, vConsumeRMQDef:
-		batch := "default batch size (128)"
+		batch := "default batch size (256)"
 		if e.rmqBatch > 0 && name == vConsumeRMQ {
 			batch = fmt.Sprintf("WithBatchSize(%d)", e.rmqBatch)
 		}
