@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rmq-go/rmq"
@@ -68,8 +67,7 @@ func (r *churnRun) analyse(sent []string, l churn.Log, feedEnd, stoppedAt int64)
 	for _, w := range r.workers {
 		switch w.fate {
 		case "SIGKILL":
-			ws, ok := w.cmd.ProcessState.Sys().(syscall.WaitStatus)
-			if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			if !w.killedBySIGKILL() {
 				t.Errorf("worker %s ended with %v, not by our SIGKILL", w.id, w.err)
 			}
 		default:
@@ -77,11 +75,8 @@ func (r *churnRun) analyse(sent []string, l churn.Log, feedEnd, stoppedAt int64)
 				t.Errorf("worker %s exited with %v after %s", w.id, w.err, w.fate)
 			}
 		}
-		out := w.output()
-		for _, bad := range []string{"WARNING: DATA RACE", "panic:", "level=ERROR", "--- FAIL"} {
-			if strings.Contains(out, bad) {
-				t.Errorf("worker %s output has %q", w.id, bad)
-			}
+		for _, bad := range w.outputProblems() {
+			t.Errorf("worker %s output has %q", w.id, bad)
 		}
 	}
 

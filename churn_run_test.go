@@ -3,9 +3,7 @@ package rmq_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -205,42 +203,11 @@ func (r *churnRun) stopFeed() []string {
 
 // churnWorker is a worker process.
 type churnWorker struct {
+	*childProcess
 	id       string
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
 	logPath  string // call log (JSON lines)
-	errPath  string // stdout and stderr
 	launched time.Time
-	done     chan struct{} // closed once reaped
-	err      error         // cmd.Wait's result, once done
-	fate     string        // how the parent ended it: "", "SIGTERM", "SIGKILL", "stdin EOF"
-}
-
-func (w *churnWorker) exited() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (w *churnWorker) exitStatus() string {
-	if !w.exited() {
-		return "running"
-	}
-	if w.err == nil {
-		return "exit 0"
-	}
-	return w.err.Error()
-}
-
-func (w *churnWorker) output() string {
-	b, err := os.ReadFile(w.errPath)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	return string(b)
+	fate     string // how the parent ended it: "", "SIGTERM", "SIGKILL", "stdin EOF"
 }
 
 func (r *churnRun) worker(id string) *churnWorker {
@@ -265,57 +232,18 @@ func (r *churnRun) live(frozen ...string) []string {
 	return ids
 }
 
-// startWorker starts worker id. A cleanup makes sure it is gone (SIGCONT,
-// then SIGKILL) and reaped when the test ends, and shows its output if the
-// test failed.
+// startWorker starts worker id (see startChild for its cleanup).
 func (r *churnRun) startWorker(id string) *churnWorker {
-	t := r.t
-	t.Helper()
-	w := &churnWorker{id: id, logPath: filepath.Join(r.dir, id+".jsonl"),
-		errPath: filepath.Join(r.dir, id+".stderr"), done: make(chan struct{})}
-	errFile, err := os.Create(w.errPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errFile.Close() // the child has its own descriptor
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChurnWorkerProcess$", "-test.count=1", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(),
+	r.t.Helper()
+	w := &churnWorker{id: id, logPath: filepath.Join(r.dir, id+".jsonl"), launched: time.Now()}
+	w.childProcess = startChild(r.t, "worker "+id, "TestChurnWorkerProcess", filepath.Join(r.dir, id+".stderr"),
 		churnWorkerEnv+"="+id,
 		churnNSEnv+"="+r.ns,
 		churnLogEnv+"="+w.logPath,
 		churnThreadsEnv+"="+strconv.Itoa(churnThreads),
 		"RMQ_ZK_SERVERS="+strings.Join(r.servers, ","),
 	)
-	cmd.Stdout, cmd.Stderr = errFile, errFile
-	// Should this process die without its cleanups, the child goes too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if w.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start worker %s: %v", id, err)
-	}
-	w.cmd, w.launched = cmd, time.Now()
-	go func() {
-		w.err = cmd.Wait()
-		close(w.done)
-	}()
 	r.workers = append(r.workers, w)
-	t.Cleanup(func() {
-		if !w.exited() {
-			_ = cmd.Process.Signal(syscall.SIGCONT) // it may be frozen
-			_ = cmd.Process.Kill()
-			<-w.done
-		}
-		_ = w.stdin.Close()
-		if t.Failed() {
-			out := w.output()
-			if lines := strings.Split(out, "\n"); len(lines) > 300 {
-				out = fmt.Sprintf("(%d lines before)\n", len(lines)-300) + strings.Join(lines[len(lines)-300:], "\n")
-			}
-			t.Logf("worker %s (pid %d, %s) output:\n%s", id, cmd.Process.Pid, w.exitStatus(), out)
-		}
-	})
 	return w
 }
 

@@ -32,11 +32,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -166,27 +164,16 @@ func TestCrashHelperProcess(t *testing.T) {
 
 // crashWorker is a worker process started by the parent test.
 type crashWorker struct {
-	id    int
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	log   string
-	done  chan struct{} // closed once the process is reaped
-	err   error         // what cmd.Wait returned, once done
+	*childProcess
+	id int
 }
 
 // startCrashWorker starts worker id; its listener blocks on content hold
-// (none if empty). A cleanup kills it if it still runs when the test ends,
-// reaps it, and shows its output if the test failed.
+// (none if empty).
 func startCrashWorker(t *testing.T, b testenv.Backend, ns string, id int, hold string) *crashWorker {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), fmt.Sprintf("worker-%d.log", id))
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close() // the child has its own descriptor
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(),
+	p := startChild(t, fmt.Sprintf("worker %d", id), "TestCrashHelperProcess",
+		filepath.Join(t.TempDir(), fmt.Sprintf("worker-%d.log", id)),
 		crashWorkerEnv+"="+strconv.Itoa(id),
 		crashBackendEnv+"="+b.Name,
 		crashNSEnv+"="+ns,
@@ -199,48 +186,7 @@ func startCrashWorker(t *testing.T, b testenv.Backend, ns string, id int, hold s
 		"RMQ_REDIS_ADDR="+os.Getenv("RMQ_REDIS_ADDR"),
 		"RMQ_CLUSTER_ADDRS="+os.Getenv("RMQ_CLUSTER_ADDRS"),
 	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Should this process die without its cleanups, the child goes too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start worker %d: %v", id, err)
-	}
-	w := &crashWorker{id: id, cmd: cmd, stdin: stdin, log: logPath, done: make(chan struct{})}
-	go func() {
-		w.err = cmd.Wait()
-		close(w.done)
-	}()
-	t.Cleanup(func() {
-		if !w.exited() {
-			_ = cmd.Process.Kill()
-			<-w.done
-		}
-		if t.Failed() {
-			t.Logf("worker %d (pid %d) output:\n%s", id, cmd.Process.Pid, w.output())
-		}
-	})
-	return w
-}
-
-func (w *crashWorker) exited() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (w *crashWorker) output() string {
-	b, err := os.ReadFile(w.log)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	return string(b)
+	return &crashWorker{childProcess: p, id: id}
 }
 
 // kill sends SIGKILL and reaps the process; it must not have exited before.
@@ -253,8 +199,7 @@ func (w *crashWorker) kill(t *testing.T) {
 		t.Fatalf("kill worker %d: %v", w.id, err)
 	}
 	<-w.done
-	ws, ok := w.cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+	if !w.killedBySIGKILL() {
 		t.Fatalf("worker %d ended with %v, not by our SIGKILL", w.id, w.err)
 	}
 }
@@ -277,11 +222,8 @@ func (w *crashWorker) stop(t *testing.T, within time.Duration) {
 // an error logged by the library.
 func (w *crashWorker) checkOutput(t *testing.T) {
 	t.Helper()
-	out := w.output()
-	for _, bad := range []string{"WARNING: DATA RACE", "panic:", "level=ERROR"} {
-		if strings.Contains(out, bad) {
-			t.Errorf("worker %d output has %q", w.id, bad)
-		}
+	for _, bad := range w.outputProblems() {
+		t.Errorf("worker %d output has %q", w.id, bad)
 	}
 }
 

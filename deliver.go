@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // flushEvery bounds how long a finished message's outcome waits in a batch
@@ -31,7 +32,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			_ = t.flush(hard, s) // on failure they go with the next cycle
 			flushed = now
 		}
-		if isClosed(s.lease.Revoking()) || !s.lease.Valid() || time.Now().After(deadline) {
+		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || time.Now().After(deadline) {
 			c.counters.restored.Add(int64(len(res.Popped) - i))
 			for _, q := range res.Popped[i:] {
 				s.pending = append(s.pending, rdb.Outcome{Member: q.Member,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rmq-go/rmq/coordinator"
 	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // thread is one consuming goroutine of a subscription. It holds the slots the
@@ -131,7 +132,7 @@ func (t *thread) absorb(hard context.Context) {
 	}
 	if revoked {
 		for _, s := range append([]*slotState(nil), t.order...) {
-			if isClosed(s.lease.Revoking()) {
+			if wait.Closed(s.lease.Revoking()) {
 				t.release(hard, s)
 			}
 		}
@@ -200,7 +201,7 @@ func (t *thread) settle(hard context.Context, s *slotState) {
 				"topic", t.sub.topic.Name, "slot", s.lease.Slot(), "messages", len(s.pending), "err", err)
 			return
 		}
-		sleepCtx(hard, redisBackoff(attempt))
+		wait.Sleep(hard, redisBackoff(attempt))
 	}
 }
 
@@ -238,7 +239,7 @@ func (t *thread) request(s *slotState, max int) *rdb.CycleRequest {
 
 // serve runs one cycle on s: settle its outcomes, pop a batch, deliver it.
 func (t *thread) serve(hard context.Context, s *slotState) {
-	if isClosed(s.lease.Revoking()) {
+	if wait.Closed(s.lease.Revoking()) {
 		t.release(hard, s)
 		return
 	}
@@ -308,23 +309,4 @@ func redisBackoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, 5*time.Second)
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

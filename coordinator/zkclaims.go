@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // readAssignment refreshes t.desired when its assignment node changed.
@@ -44,7 +46,7 @@ func (r *zkRun) applyAssignment(t *zkTopic, sid int64) error {
 	now := time.Now()
 	for slot, c := range t.held {
 		want := r.wants(t, slot, c.thread)
-		released := isDone(c.lease.Released())
+		released := wait.Closed(c.lease.Released())
 		switch {
 		case !want && !c.moving && !released:
 			r.busy = true
@@ -207,21 +209,21 @@ func (r *zkRun) drop(t *zkTopic, c *zkHeld, sid int64) error {
 // while a handover is under way), or less when a drain deadline or a reissue
 // falls due sooner.
 func (r *zkRun) nextDeadline() time.Duration {
-	wait := r.z.cfg.PollInterval
+	d := r.z.cfg.PollInterval
 	if r.busy || r.dirty {
-		wait = min(wait, fastPoll)
+		d = min(d, fastPoll)
 	}
 	now := time.Now()
 	for _, t := range r.topics {
 		for _, c := range t.held {
 			if c.moving {
-				wait = min(wait, c.drainBy.Sub(now))
-			} else if isDone(c.lease.Released()) {
-				wait = min(wait, c.reissueAt.Sub(now))
+				d = min(d, c.drainBy.Sub(now))
+			} else if wait.Closed(c.lease.Released()) {
+				d = min(d, c.reissueAt.Sub(now))
 			}
 		}
 	}
-	return max(wait, 5*time.Millisecond)
+	return max(d, 5*time.Millisecond)
 }
 
 // fastPoll is the poll interval while a handover is under way.
@@ -235,7 +237,7 @@ func (r *zkRun) leave() {
 	var leases []*Lease
 	for _, t := range r.topics {
 		for _, c := range t.held {
-			if c.lease != nil && !isDone(c.lease.Released()) {
+			if c.lease != nil && !wait.Closed(c.lease.Released()) {
 				c.lease.Revoke()
 				r.h.Revoked(c.lease)
 				leases = append(leases, c.lease)
@@ -265,13 +267,4 @@ func (r *zkRun) leave() {
 	}
 	_ = conn.Delete(r.paths.worker(r.id), -1)
 	r.log.Info("rmq: left")
-}
-
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

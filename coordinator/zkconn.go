@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // zkSession is a connection with its negotiated session timeout.
@@ -74,7 +76,7 @@ func (z *ZooKeeper) connect(ctx context.Context, onEvent func(zk.Event)) (*zkSes
 			}
 			z.log.Warn("rmq: zookeeper auth failed; retrying", "err", err)
 			signal(hasSession)
-			sleepOrDone(ctx, time.Second)
+			wait.Sleep(ctx, time.Second)
 		case <-authFailed:
 			conn.Close()
 			return nil, fmt.Errorf("rmq: zookeeper authentication failed")
@@ -161,14 +163,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// sleepOrDone waits d or until ctx ends.
-func sleepOrDone(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

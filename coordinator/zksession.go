@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // onEvent runs on go-zookeeper's goroutine for every event; it must not block.
@@ -58,7 +60,7 @@ func (r *zkRun) suspend(state zk.State) {
 func (r *zkRun) heartbeat(ctx context.Context) {
 	for ctx.Err() == nil {
 		r.beat()
-		sleepOrDone(ctx, r.sess.timeout(r.z.cfg.SessionTimeout)/6)
+		wait.Sleep(ctx, r.sess.timeout(r.z.cfg.SessionTimeout)/6)
 	}
 }
 
