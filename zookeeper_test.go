@@ -97,3 +97,34 @@ func TestZooKeeperClientsShareSlots(t *testing.T) {
 	assert.NotEmpty(t, slotsB)
 	assert.Equal(t, 16, len(slotsA)+len(slotsB))
 }
+
+// With ZooKeeper unreachable consumers do not consume, producers keep
+// working, and Close still returns at once.
+func TestZooKeeperDownStopsConsumersNotProducers(t *testing.T) {
+	b := testenv.Mini(t)
+	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: []string{"127.0.0.1:1"},
+		SessionTimeout: 2 * time.Second, WorkerID: "lonely"})
+	require.NoError(t, err)
+	ctx := context.Background()
+	plain, err := rmq.New(b.Redis, rmq.WithNamespace("zkdown"))
+	require.NoError(t, err)
+	define(t, plain, "t", 4, rmq.Priority)
+	c, err := rmq.New(b.Redis, rmq.WithNamespace("zkdown"), rmq.WithCoordinator(z))
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, c.DefineTopic(short, rmq.Topic{Name: "t", SlotAmount: 4, Type: rmq.Priority}), context.DeadlineExceeded,
+		"recording a topic in ZooKeeper waits for a session, bounded by ctx")
+	r := newRecorder()
+	require.NoError(t, c.Subscribe("t", r))
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("x"), Priority: 50}))
+	time.Sleep(time.Second)
+	assert.Empty(t, r.snapshot(), "consumed without a ZooKeeper session")
+	assert.Equal(t, int64(1), stats(t, c, "t").Store)
+	start := time.Now()
+	require.NoError(t, c.Close(ctx))
+	require.NoError(t, <-done)
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
