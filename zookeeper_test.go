@@ -78,7 +78,20 @@ func TestZooKeeperClientsShareSlots(t *testing.T) {
 	require.NoError(t, bb.Subscribe("t", rb, rmq.WithThreads(2)))
 	run(t, a)
 	run(t, bb)
-	time.Sleep(time.Second) // both joined
+	admin, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: testenv.ZooKeeper(t), Root: "/rmq-test"})
+	require.NoError(t, err)
+	defer admin.Close()
+	eventually(t, 15*time.Second, "both workers hold their slots", func() bool {
+		_, slots, err := admin.Assignment(ctx, ns, "t")
+		require.NoError(t, err)
+		held := map[string]int{}
+		for _, s := range slots {
+			if s.Holder == s.Assigned {
+				held[s.Holder.Worker]++
+			}
+		}
+		return held["a"] == 8 && held["b"] == 8
+	})
 	var msgs []rmq.OutgoingMessage
 	for i := range 200 {
 		msgs = append(msgs, rmq.FixedTimeMessage{Topic: "t", Content: []byte{byte(i), 'x'}, FixedTime: time.Now().Add(10 * time.Millisecond)})
