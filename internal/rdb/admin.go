@@ -2,8 +2,6 @@ package rdb
 
 import (
 	"context"
-	"errors"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rmq-go/rmq/lua"
@@ -59,23 +57,4 @@ func (b *redisBroker) Requeue(ctx context.Context, keys SlotKeys, limit int, mem
 // Purge implements Broker.
 func (b *redisBroker) Purge(ctx context.Context, keys SlotKeys) (int64, error) {
 	return b.rdb.ZRemRangeByRank(ctx, keys.Dead, 0, -1).Result()
-}
-
-// Owners implements Broker.
-func (b *redisBroker) Owners(ctx context.Context, slots []SlotKeys) ([]int64, error) {
-	pipe := b.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(slots))
-	for i, k := range slots {
-		cmds[i] = pipe.Get(ctx, k.Owner)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
-	out := make([]int64, len(slots))
-	for i, c := range cmds {
-		if v, err := c.Result(); err == nil {
-			out[i], _ = strconv.ParseInt(v, 10, 64)
-		}
-	}
-	return out, nil
 }

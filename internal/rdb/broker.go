@@ -35,8 +35,6 @@ type Broker interface {
 	Requeue(ctx context.Context, keys SlotKeys, limit int, members [][]byte) (int64, error)
 	// Purge deletes every dead member of a slot; it returns how many.
 	Purge(ctx context.Context, keys SlotKeys) (int64, error)
-	// Owners returns the fencing token recorded for each slot (0 if none).
-	Owners(ctx context.Context, slots []SlotKeys) ([]int64, error)
 	// Publish sends one pub/sub message.
 	Publish(ctx context.Context, channel, payload string) error
 	// Subscribe opens a pub/sub connection on channels.
