@@ -12,12 +12,14 @@ import (
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
-// newClient returns a client in a namespace of its own on b.
+// newClient returns a client in a namespace of its own on b, closed when the
+// test ends.
 func newClient(t *testing.T, b testenv.Backend, opts ...rmq.Option) *rmq.Client {
 	t.Helper()
 	opts = append([]rmq.Option{rmq.WithNamespace(testenv.Namespace(t, b))}, opts...)
 	c, err := rmq.New(b.Redis, opts...)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
 }
 

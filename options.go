@@ -22,6 +22,7 @@ type config struct {
 	batchSize      int
 	idlePoll       time.Duration
 	maxContent     int
+	sendStream     bool
 	errs           []error
 }
 
@@ -34,6 +35,7 @@ func defaultConfig() config {
 		batchSize:      256,
 		idlePoll:       3 * time.Second,
 		maxContent:     1 << 20,
+		sendStream:     true,
 	}
 }
 
@@ -146,4 +148,17 @@ func WithMaxContentSize(n int) Option {
 		}
 		c.maxContent = n
 	}
+}
+
+// WithSendStream sets whether Send, on a single-node client (*redis.Client),
+// uses a connection of the client's own: dialled on the first Send with the
+// go-redis client's dialer, credentials, database and timeouts, and used
+// full duplex, so concurrent Sends never wait for each other's round trips.
+// Default on. Its commands bypass go-redis hooks (tracing, metrics); turn it
+// off to send through the go-redis client's pipelines instead. A client with
+// an OnConnect hook, streaming credentials or a rate limiter, and Cluster
+// or Ring clients, always use the pipelines. SendBatch and every other call
+// always go through the go-redis client.
+func WithSendStream(on bool) Option {
+	return func(c *config) { c.sendStream = on }
 }

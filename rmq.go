@@ -91,7 +91,11 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 	keys := rdb.NewKeyspace(cfg.namespace)
 	c := &Client{cfg: cfg, keys: keys, broker: rdb.New(r, keys), subs: make(map[string]*subscription)}
 	c.hard, c.hardCancel = context.WithCancel(context.Background())
-	c.producer = &Producer{c: c, queue: &sendQueue{broker: c.broker, log: cfg.logger, sent: &c.counters.sent}}
+	q := &sendQueue{broker: c.broker, log: cfg.logger, sent: &c.counters.sent}
+	if cfg.sendStream {
+		q.stream = rdb.NewStream(r)
+	}
+	c.producer = &Producer{c: c, queue: q}
 	waits := make([]string, MaxRetries)
 	for i := range waits {
 		waits[i] = strconv.FormatInt(max(cfg.backoff(i+1).Milliseconds(), 0), 10)
@@ -177,14 +181,17 @@ func (c *Client) Start(ctx context.Context) error {
 // Close stops the client gracefully: consumers stop popping, in-flight
 // listeners finish and their outcomes are settled, popped messages not yet
 // started return to store unchanged. If ctx ends first, listeners' contexts
-// are cancelled and Close returns ctx.Err(). Sends after Close fail with
-// ErrClosed. Close does not close the Redis client.
+// are cancelled and Close returns ctx.Err(). Sends in flight get their
+// replies (within ctx); Sends after Close fail with ErrClosed. Close closes
+// the client's own send connection (see WithSendStream), not the Redis
+// client.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	state, stop, done := c.state, c.stop, c.done
 	c.state = stateClosed
 	c.closed.Store(true)
 	c.mu.Unlock()
+	defer c.producer.queue.closeStream(ctx)
 	if state != stateStarted {
 		c.hardCancel()
 		return nil

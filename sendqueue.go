@@ -2,6 +2,7 @@ package rmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -26,43 +27,53 @@ type sendReq struct {
 	entry rdb.Entry
 	err   error
 	done  chan struct{} // capacity 1: the flusher signals once, when stored (Send only)
+	queue *sendQueue    // set while streamed
 }
 
 // reqPool recycles the requests of Send (with their channels).
 var reqPool = sync.Pool{New: func() any { return &sendReq{done: make(chan struct{}, 1)} }}
 
-// sendQueue coalesces concurrent Sends: a Send appends its request, and a
-// flusher goroutine (at most maxFlushers, started on demand, gone when the
-// queue is empty) stores everything queued in one pipeline. No timer waits
-// for company: while one pipeline is in flight the next one fills up.
+// sendQueue coalesces concurrent Sends. With a stream (a single Redis node),
+// see sendstream.go. Otherwise a Send appends its request, and a flusher
+// goroutine (at most maxFlushers, started on demand, gone when the queue is
+// empty) stores everything queued in one pipeline. No timer waits for
+// company: while one pipeline is in flight the next one fills up.
 type sendQueue struct {
 	broker rdb.Broker
+	stream *rdb.Stream // nil: pipelines through the broker
 	log    *slog.Logger
 
 	mu       sync.Mutex
 	pending  []*sendReq
 	flushers int
+	writer   streamWriter // the stream's writer state, under mu
 
-	pipelines atomic.Int64  // pipelines of coalesced sends
+	pipelines atomic.Int64  // pipelines (or stream writes) of coalesced sends
 	sent      *atomic.Int64 // messages stored (the client's counter)
 }
 
 // send queues r (from reqPool) and waits until it is stored or ctx ends.
 func (q *sendQueue) send(ctx context.Context, r *sendReq) error {
-	q.mu.Lock()
-	q.pending = append(q.pending, r)
-	start := q.flushers < maxFlushers
-	if start {
-		q.flushers++
-	}
-	q.mu.Unlock()
-	if start {
-		go q.flush()
+	if q.stream != nil {
+		q.streamSend(r)
+	} else {
+		q.mu.Lock()
+		q.pending = append(q.pending, r)
+		start := q.flushers < maxFlushers
+		if start {
+			q.flushers++
+		}
+		q.mu.Unlock()
+		if start {
+			go q.flush()
+		}
 	}
 	select {
 	case <-r.done:
 		err := r.err
-		if err != nil {
+		if errors.Is(err, rdb.ErrStreamClosed) {
+			err = ErrClosed
+		} else if err != nil {
 			err = fmt.Errorf("rmq: send to topic %q slot %d: %w", r.topic.Name, r.slot, err)
 		}
 		*r = sendReq{done: r.done}

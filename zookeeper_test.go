@@ -121,6 +121,7 @@ func TestZooKeeperDownStopsConsumersNotProducers(t *testing.T) {
 	ctx := context.Background()
 	plain, err := rmq.New(b.Redis, rmq.WithNamespace("zkdown"))
 	require.NoError(t, err)
+	defer plain.Close(ctx)
 	define(t, plain, "t", 4, rmq.Priority)
 	c, err := rmq.New(b.Redis, rmq.WithNamespace("zkdown"), rmq.WithCoordinator(z))
 	require.NoError(t, err)

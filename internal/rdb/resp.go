@@ -1,0 +1,149 @@
+package rdb
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// RESP2 encoding and the reply reading a Stream needs. Commands are written
+// as arrays of bulk strings; replies are read whole, and only their error, if
+// any, is kept: every command a Stream sends answers with an integer or OK.
+
+// ReplyError is an error reply from Redis, such as "WRONGTYPE …" or "OOM …".
+type ReplyError string
+
+func (e ReplyError) Error() string { return string(e) }
+
+// dropsConnection reports whether the reply says this server cannot take
+// writes (a replica after a failover, a server loading or without master),
+// so the connection must be dropped and dialled afresh.
+func (e ReplyError) dropsConnection() bool {
+	for _, p := range []string{"READONLY ", "LOADING ", "MASTERDOWN "} {
+		if strings.HasPrefix(string(e), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// errProtocol is a reply that is not valid RESP.
+var errProtocol = errors.New("rdb: bad reply from redis")
+
+func appendArrayHeader(b []byte, n int) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(n), 10)
+	return append(b, '\r', '\n')
+}
+
+func appendBulk(b, s []byte) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, s...)
+	return append(b, '\r', '\n')
+}
+
+func appendBulkString(b []byte, s string) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, s...)
+	return append(b, '\r', '\n')
+}
+
+// appendBulkFloat writes f as Redis reads a score: the shortest decimal that
+// parses back to f exactly.
+func appendBulkFloat(b []byte, f float64) []byte {
+	var num [32]byte
+	return appendBulk(b, strconv.AppendFloat(num[:0], f, 'f', -1, 64))
+}
+
+// appendCommand writes one command of string arguments.
+func appendCommand(b []byte, args ...string) []byte {
+	b = appendArrayHeader(b, len(args))
+	for _, a := range args {
+		b = appendBulkString(b, a)
+	}
+	return b
+}
+
+// appendZAdd writes ZADD key [NX] score member.
+func appendZAdd(b []byte, e *Entry) []byte {
+	if e.NX {
+		b = appendArrayHeader(b, 5)
+		b = append(b, "$4\r\nZADD\r\n"...)
+		b = appendBulkString(b, e.Key)
+		b = append(b, "$2\r\nNX\r\n"...)
+	} else {
+		b = appendArrayHeader(b, 4)
+		b = append(b, "$4\r\nZADD\r\n"...)
+		b = appendBulkString(b, e.Key)
+	}
+	b = appendBulkFloat(b, e.Score)
+	return appendBulk(b, e.Member)
+}
+
+// appendPublish writes PUBLISH channel payload.
+func appendPublish(b []byte, p *Publication) []byte {
+	b = append(b, "*3\r\n$7\r\nPUBLISH\r\n"...)
+	b = appendBulkString(b, p.Channel)
+	return appendBulkString(b, p.Payload)
+}
+
+// readReply reads one whole reply. replyErr is the reply itself when it is an
+// error reply; err is an I/O or protocol failure, after which the connection
+// is unusable.
+func readReply(rd *bufio.Reader) (replyErr error, err error) {
+	line, err := readLine(rd)
+	if err != nil {
+		return nil, err
+	}
+	switch line[0] {
+	case '-':
+		return ReplyError(line[1:]), nil
+	case '+', ':':
+		return nil, nil
+	case '$':
+		n, err := strconv.Atoi(string(line[1:]))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q", errProtocol, line)
+		}
+		if n >= 0 {
+			if _, err := rd.Discard(n + 2); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	case '*':
+		n, err := strconv.Atoi(string(line[1:]))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q", errProtocol, line)
+		}
+		for range max(n, 0) {
+			if _, err := readReply(rd); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w: %q", errProtocol, line)
+}
+
+// readLine returns the next line without its CRLF; the slice is valid until
+// the next read.
+func readLine(rd *bufio.Reader) ([]byte, error) {
+	line, err := rd.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, fmt.Errorf("%w: line longer than %d bytes", errProtocol, rd.Size())
+		}
+		return nil, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return nil, fmt.Errorf("%w: %q", errProtocol, line)
+	}
+	return line[:len(line)-2], nil
+}

@@ -1,0 +1,216 @@
+package rdb
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// streamConn is one connection of a Stream: the commands written and not yet
+// answered, in order, and the goroutine that reads their replies.
+//
+// Every completer is completed exactly once: while it waits in pending, by
+// fail (which empties pending); once the reader has taken it, by the reader.
+type streamConn struct {
+	nc          net.Conn
+	rd          *bufio.Reader
+	readTimeout time.Duration // > 0: the longest wait for an awaited reply
+
+	mu      sync.Mutex
+	pending []Completer // written, not yet taken by the reader
+	sentAt  time.Time   // when the oldest command in pending was written
+	err     error       // set once the connection failed
+
+	outstanding atomic.Int64 // commands written and not yet completed
+}
+
+func newStreamConn(nc net.Conn, readTimeout time.Duration) *streamConn {
+	return &streamConn{nc: nc, rd: bufio.NewReaderSize(nc, 64<<10), readTimeout: readTimeout}
+}
+
+// handshake writes cmds and checks every reply, before the reader starts.
+func (c *streamConn) handshake(ctx context.Context, cmds [][]string) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	if d, ok := ctx.Deadline(); ok {
+		c.nc.SetDeadline(d)
+		defer c.nc.SetDeadline(time.Time{})
+	}
+	var b []byte
+	for _, cmd := range cmds {
+		b = appendCommand(b, cmd...)
+	}
+	if _, err := c.nc.Write(b); err != nil {
+		return err
+	}
+	for _, cmd := range cmds {
+		replyErr, err := readReply(c.rd)
+		if err != nil {
+			return err
+		}
+		if replyErr != nil {
+			return fmt.Errorf("%s: %w", cmd[0], replyErr)
+		}
+	}
+	return nil
+}
+
+// failed reports whether the connection has failed.
+func (c *streamConn) failed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
+}
+
+// expect queues the completers of commands about to be written. On a failed
+// connection it completes them with its error and returns false.
+func (c *streamConn) expect(done []Completer) bool {
+	c.mu.Lock()
+	if err := c.err; err != nil {
+		c.mu.Unlock()
+		completeAll(done, err)
+		return false
+	}
+	if len(c.pending) == 0 {
+		c.sentAt = time.Now()
+	}
+	c.pending = append(c.pending, done...)
+	c.outstanding.Add(int64(len(done)))
+	c.mu.Unlock()
+	return true
+}
+
+// write puts b on the wire; a failure fails the connection.
+func (c *streamConn) write(b []byte, timeout time.Duration) {
+	if timeout > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(timeout))
+	}
+	if _, err := c.nc.Write(b); err != nil {
+		c.fail(fmt.Errorf("rdb: write to redis: %w", err))
+	}
+}
+
+// fail records err (the first failure wins), closes the connection and
+// completes every pending command with the recorded error.
+func (c *streamConn) fail(err error) error {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+		c.nc.Close()
+	}
+	err = c.err
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	c.complete(pending, err)
+	return err
+}
+
+// readReplies hands each reply to the completer of its command, until the
+// connection fails. While replies are awaited, a Redis silent for the read
+// timeout fails it.
+func (c *streamConn) readReplies() {
+	var taken []Completer // taken from pending, in order
+	var armed time.Time   // the read deadline in force
+	var progress time.Time
+	for {
+		if c.rd.Buffered() == 0 {
+			// Wait for the next reply without consuming anything, so that a
+			// deadline met while idle leaves the reader usable.
+			armed = c.armDeadline(armed, len(taken) > 0, progress)
+			if _, err := c.rd.Peek(1); err != nil {
+				if isTimeout(err) && !c.overdue(len(taken) > 0, progress) {
+					continue
+				}
+				c.complete(taken, c.fail(fmt.Errorf("rdb: read from redis: %w", err)))
+				return
+			}
+			if c.readTimeout > 0 {
+				progress = time.Now()
+				if armed.Sub(progress) < c.readTimeout/2 { // room to read the rest
+					armed = progress.Add(c.readTimeout)
+					c.nc.SetReadDeadline(armed)
+				}
+			}
+		}
+		replyErr, err := readReply(c.rd)
+		if err != nil {
+			c.complete(taken, c.fail(fmt.Errorf("rdb: read from redis: %w", err)))
+			return
+		}
+		if len(taken) == 0 {
+			c.mu.Lock()
+			taken, c.pending = c.pending, taken[:0]
+			c.mu.Unlock()
+			if len(taken) == 0 {
+				c.fail(fmt.Errorf("%w: a reply to no command", errProtocol))
+				return
+			}
+		}
+		next := taken[0]
+		taken[0] = nil
+		taken = taken[1:]
+		next.Complete(replyErr)
+		c.outstanding.Add(-1)
+		if re, ok := replyErr.(ReplyError); ok && re.dropsConnection() {
+			c.complete(taken, c.fail(fmt.Errorf("rdb: redis refuses writes: %w", re)))
+			return
+		}
+	}
+}
+
+// armDeadline sets the read deadline for the next wait and returns the one in
+// force. It is never later than the moment the awaited reply is overdue:
+// the last reply plus the read timeout while the reader holds commands, the
+// oldest pending write plus the timeout, or (idle) now plus the timeout,
+// which no later write can precede. A deadline met early is harmless: the
+// reader checks overdue and arms again.
+func (c *streamConn) armDeadline(armed time.Time, holding bool, progress time.Time) time.Time {
+	if c.readTimeout <= 0 {
+		return armed
+	}
+	want := progress
+	if !holding {
+		c.mu.Lock()
+		if len(c.pending) > 0 {
+			want = c.sentAt
+		} else {
+			want = time.Now()
+		}
+		c.mu.Unlock()
+	}
+	want = want.Add(c.readTimeout)
+	if want.Before(armed) || want.Sub(armed) > c.readTimeout/4 {
+		c.nc.SetReadDeadline(want)
+		return want
+	}
+	return armed
+}
+
+// overdue reports, after a read deadline, whether an awaited reply is late by
+// the read timeout.
+func (c *streamConn) overdue(holding bool, progress time.Time) bool {
+	if holding {
+		return time.Since(progress) >= c.readTimeout
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil || (len(c.pending) > 0 && time.Since(c.sentAt) >= c.readTimeout)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// complete completes commands the connection had taken on.
+func (c *streamConn) complete(done []Completer, err error) {
+	completeAll(done, err)
+	c.outstanding.Add(-int64(len(done)))
+}
