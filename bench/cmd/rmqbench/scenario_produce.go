@@ -22,6 +22,7 @@ const (
 	produceSlots = 64
 
 	vRMQSend       = "RMQ Send"
+	vRMQSendPipe   = "RMQ Send, WithSendStream(false)"
 	vAsynqEnqueue  = "asynq Enqueue"
 	vAdjustPublish = "adjust/rmq Publish"
 	vRMQSendBatch  = "RMQ SendBatch"
@@ -34,6 +35,7 @@ var produceScenario = &scenario{
 	variants: func(*config) []variant {
 		return []variant{
 			{"rmq", vRMQSend, produceRMQSend},
+			{"rmq", vRMQSendPipe, produceRMQSendPipelined},
 			{"asynq", vAsynqEnqueue, produceAsynq},
 			{"adjust", vAdjustPublish, produceAdjust},
 			{"rmq", vRMQSendBatch, produceRMQBatch},
@@ -77,8 +79,8 @@ func parallel(n, workers int, f func(i int) error) error {
 
 // produceRMQ times send on a fresh client with a 64-slot Priority topic and
 // checks that every message was stored.
-func produceRMQ(ctx context.Context, e *env, send func(ctx context.Context, p *rmq.Producer, msgs []rmq.OutgoingMessage) error) (metrics, error) {
-	s, err := openRMQ(e, nil)
+func produceRMQ(ctx context.Context, e *env, send func(ctx context.Context, p *rmq.Producer, msgs []rmq.OutgoingMessage) error, opts ...rmq.Option) (metrics, error) {
+	s, err := openRMQ(e, nil, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +112,14 @@ func produceRMQSend(ctx context.Context, e *env) (metrics, error) {
 	return produceRMQ(ctx, e, func(ctx context.Context, p *rmq.Producer, msgs []rmq.OutgoingMessage) error {
 		return parallel(len(msgs), e.produceGoroutines, func(i int) error { return p.Send(ctx, msgs[i]) })
 	})
+}
+
+// produceRMQSendPipelined is Send through go-redis pipelines instead of the
+// client's own connection: what hooks-dependent setups and clusters get.
+func produceRMQSendPipelined(ctx context.Context, e *env) (metrics, error) {
+	return produceRMQ(ctx, e, func(ctx context.Context, p *rmq.Producer, msgs []rmq.OutgoingMessage) error {
+		return parallel(len(msgs), e.produceGoroutines, func(i int) error { return p.Send(ctx, msgs[i]) })
+	}, rmq.WithSendStream(false))
 }
 
 func produceRMQBatch(ctx context.Context, e *env) (metrics, error) {
@@ -207,7 +217,7 @@ func reportProduce(rep *report, res *scenarioResults) {
 	}
 	t.write(rep.w)
 
-	sendVsBest := reportThroughputRatios(rep, res, []string{vRMQSend}, []string{vAsynqEnqueue, vAdjustPublish})
+	sendVsBest := reportThroughputRatios(rep, res, []string{vRMQSend, vRMQSendPipe}, []string{vAsynqEnqueue, vAdjustPublish})
 	rate := func(name string) []float64 { return res.perRound(name, mRate) }
 	bt := newTable(roundHead("Batch ratio", res.rounds)...)
 	var batchVsZAdd []float64
