@@ -85,8 +85,15 @@ func BenchmarkNewMessage(b *testing.B) {
 }
 
 // BenchmarkSendConcurrent measures Send from 16 goroutines, one message per
-// call, against the real Redis of RMQ_REDIS_ADDR (miniredis otherwise).
+// call, against the real Redis of RMQ_REDIS_ADDR (miniredis otherwise):
+// through the client's own full-duplex connection, and through go-redis
+// pipelines (WithSendStream(false)).
 func BenchmarkSendConcurrent(b *testing.B) {
+	b.Run("stream", func(b *testing.B) { benchmarkSendConcurrent(b, true) })
+	b.Run("pipelines", func(b *testing.B) { benchmarkSendConcurrent(b, false) })
+}
+
+func benchmarkSendConcurrent(b *testing.B, stream bool) {
 	var r redis.UniversalClient
 	if addr := os.Getenv("RMQ_REDIS_ADDR"); addr != "" {
 		r = redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
@@ -96,11 +103,12 @@ func BenchmarkSendConcurrent(b *testing.B) {
 	}
 	defer r.Close()
 	ns := fmt.Sprintf("bench%d", time.Now().UnixNano())
-	c, err := New(r, WithNamespace(ns))
+	c, err := New(r, WithNamespace(ns), WithSendStream(stream))
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
+	defer c.Close(ctx)
 	if err := c.DefineTopic(ctx, Topic{Name: "t", SlotAmount: 64, Type: Priority}); err != nil {
 		b.Fatal(err)
 	}
@@ -123,7 +131,7 @@ func BenchmarkSendConcurrent(b *testing.B) {
 	wg.Wait()
 	b.StopTimer()
 	q := c.producer.queue
-	b.ReportMetric(float64(q.sent.Load())/float64(max(q.pipelines.Load(), 1)), "msgs/pipeline")
+	b.ReportMetric(float64(q.sent.Load())/float64(max(q.pipelines.Load(), 1)), "msgs/write")
 	b.ReportMetric(float64(per*16)/b.Elapsed().Seconds(), "msgs/s")
 	r.Del(ctx, ns+":topics")
 	for _, k := range c.topics.get("t").slots {
