@@ -83,8 +83,16 @@ func (s *Stream) Write(entries []Entry, done []Completer, pubs []Publication, pu
 		b = appendPublish(b, &pubs[i])
 	}
 	s.buf = b
-	if !cn.expect(all) {
-		return
+	if cn.expect(all) != nil {
+		// The connection failed before anything of this write went out (the
+		// server closed it while idle): nothing ran, so a new one may carry it.
+		if cn, err = s.current(); err == nil {
+			err = cn.expect(all)
+		}
+		if err != nil {
+			completeAll(all, err)
+			return
+		}
 	}
 	cn.write(b, s.opt.WriteTimeout)
 }

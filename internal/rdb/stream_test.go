@@ -325,6 +325,30 @@ func TestStreamDropsAConnectionThatRefusesWrites(t *testing.T) {
 	mu.Unlock()
 }
 
+// A connection the server closed while idle (its timeout setting) is
+// replaced before the next write, which therefore succeeds.
+func TestStreamReplacesAConnectionClosedWhileIdle(t *testing.T) {
+	var mu sync.Mutex
+	dials := 0
+	addr := fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
+		mu.Lock()
+		dials++
+		mu.Unlock()
+		if _, ok := readCommand(rd); ok {
+			c.Write([]byte(":1\r\n"))
+		}
+		c.Close() // one command per connection, then an "idle timeout"
+	})
+	s, _ := streamOn(t, &redis.Options{Addr: addr})
+	for i := range 3 {
+		require.NoError(t, write(s, Entry{Key: "k", Score: 1, Member: []byte("a")})[0].wait(t, 5*time.Second), "write %d", i)
+		time.Sleep(50 * time.Millisecond) // the close reaches the client
+	}
+	mu.Lock()
+	assert.Equal(t, 3, dials)
+	mu.Unlock()
+}
+
 // Close lets commands in flight finish, then refuses writes.
 func TestStreamCloseWaitsForRepliesThenRefuses(t *testing.T) {
 	release := make(chan struct{})

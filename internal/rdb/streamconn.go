@@ -69,13 +69,12 @@ func (c *streamConn) failed() bool {
 }
 
 // expect queues the completers of commands about to be written. On a failed
-// connection it completes them with its error and returns false.
-func (c *streamConn) expect(done []Completer) bool {
+// connection it returns the failure and takes on nothing.
+func (c *streamConn) expect(done []Completer) error {
 	c.mu.Lock()
 	if err := c.err; err != nil {
 		c.mu.Unlock()
-		completeAll(done, err)
-		return false
+		return err
 	}
 	if len(c.pending) == 0 {
 		c.sentAt = time.Now()
@@ -83,7 +82,7 @@ func (c *streamConn) expect(done []Completer) bool {
 	c.pending = append(c.pending, done...)
 	c.outstanding.Add(int64(len(done)))
 	c.mu.Unlock()
-	return true
+	return nil
 }
 
 // write puts b on the wire; a failure fails the connection.
