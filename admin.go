@@ -128,7 +128,7 @@ func (c *Client) RequeueDead(ctx context.Context, topic string, contents ...[]by
 	}
 	if len(woken) > 0 {
 		for _, p := range wakePublications(woken) {
-			if err := c.broker.Publish(ctx, p.Channel, p.Payload); err != nil {
+			if err := c.broker.Publish(ctx, p.Channel, string(p.Payload)); err != nil {
 				c.cfg.logger.Warn("rmq: wake-up publish failed", "err", err)
 			}
 		}

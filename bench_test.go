@@ -11,6 +11,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rmq-go/rmq/internal/rdb"
 )
 
 // BenchmarkSlotIndex measures the slot hash of a 64-byte basis.
@@ -52,7 +54,8 @@ func BenchmarkEncodeSend(b *testing.B) {
 	}
 }
 
-// BenchmarkWakePublications measures building the wake-ups of a 512-message pipeline.
+// BenchmarkWakePublications measures building the wake-ups of a 512-message
+// write with the reused buffers of the stream writer.
 func BenchmarkWakePublications(b *testing.B) {
 	c := benchClient(b)
 	ctx := context.Background()
@@ -65,8 +68,11 @@ func BenchmarkWakePublications(b *testing.B) {
 		}
 	}
 	b.ReportAllocs()
+	var ws wakeSet
+	var pubs []rdb.Publication
+	var buf []byte
 	for b.Loop() {
-		_ = wakePublications(reqs)
+		pubs, buf = ws.publications(reqs, pubs[:0], buf)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*512), "ns/msg")
 }

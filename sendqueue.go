@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -146,82 +145,4 @@ func (q *sendQueue) store(ctx context.Context, reqs []*sendReq) error {
 		q.log.Warn("rmq: wake-up publish failed", "err", pubErr)
 	}
 	return ctx.Err()
-}
-
-// wakePublications builds one wake-up per topic: "slot:dueMs,…" with the
-// earliest due time per slot (0 for "due now").
-func wakePublications(reqs []*sendReq) []rdb.Publication {
-	var ws wakeSet
-	for _, r := range reqs {
-		ws.add(r.topic, r.slot, r.dueMs)
-	}
-	var pubs []rdb.Publication
-	var b []byte
-	for i, w := range ws.list {
-		if w.done {
-			continue
-		}
-		b = b[:0]
-		for j := i; j < len(ws.list); j++ { // every slot of this topic, in order of appearance
-			if o := &ws.list[j]; o.topic == w.topic {
-				if j > i {
-					b = append(b, ',')
-				}
-				b = strconv.AppendInt(b, int64(o.slot), 10)
-				b = append(b, ':')
-				b = strconv.AppendInt(b, o.due, 10)
-				o.done = true
-			}
-		}
-		pubs = append(pubs, rdb.Publication{Channel: w.topic.wake, Payload: string(b)})
-	}
-	return pubs
-}
-
-// wakeSet keeps the earliest due time per (topic, slot), in order of first
-// appearance: a linear scan while small, a map index beyond.
-type wakeSet struct {
-	list  []wakeItem
-	index map[wakeKey]int
-}
-
-type wakeKey struct {
-	topic *topicInfo
-	slot  int
-}
-
-type wakeItem struct {
-	topic *topicInfo
-	slot  int
-	due   int64
-	done  bool // already written into a payload
-}
-
-func (s *wakeSet) add(t *topicInfo, slot int, due int64) {
-	i := -1
-	if s.index != nil {
-		if j, ok := s.index[wakeKey{t, slot}]; ok {
-			i = j
-		}
-	} else {
-		for j := range s.list {
-			if s.list[j].topic == t && s.list[j].slot == slot {
-				i = j
-				break
-			}
-		}
-	}
-	if i >= 0 {
-		s.list[i].due = min(s.list[i].due, due)
-		return
-	}
-	s.list = append(s.list, wakeItem{topic: t, slot: slot, due: due})
-	if s.index == nil && len(s.list) > 32 {
-		s.index = make(map[wakeKey]int, 2*len(s.list))
-		for j, w := range s.list {
-			s.index[wakeKey{w.topic, w.slot}] = j
-		}
-	} else if s.index != nil {
-		s.index[wakeKey{t, slot}] = len(s.list) - 1
-	}
 }

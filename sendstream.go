@@ -22,6 +22,9 @@ type streamWriter struct {
 	batch   []*sendReq
 	entries []rdb.Entry
 	done    []rdb.Completer
+	wakes   wakeSet
+	pubs    []rdb.Publication
+	payload []byte
 }
 
 // maxWriterRounds is how many writes a Send makes for others before it hands
@@ -66,10 +69,13 @@ func (q *sendQueue) writeQueued(rounds int) bool {
 			w.entries = append(w.entries, r.entry)
 			w.done = append(w.done, r)
 		}
+		w.pubs, w.payload = w.wakes.publications(w.batch, w.pubs[:0], w.payload)
 		q.pipelines.Add(1)
-		q.stream.Write(w.entries, w.done, wakePublications(w.batch), (*wakeOutcome)(q.log))
+		q.stream.Write(w.entries, w.done, w.pubs, (*wakeOutcome)(q.log))
 		clear(w.batch)
 		clear(w.entries)
+		clear(w.done)
+		clear(w.pubs)
 	}
 	return false
 }

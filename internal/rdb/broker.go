@@ -52,7 +52,7 @@ type Entry struct {
 // Publication is a pub/sub message sent after the entries of a pipeline.
 type Publication struct {
 	Channel string
-	Payload string
+	Payload []byte
 }
 
 // SlotCounts are the sizes of one slot's sets.

@@ -379,7 +379,7 @@ func TestEnqueueGroupsPerKeyAndKeepsMergeRules(t *testing.T) {
 			{Key: f.keys.Store, Score: 200, Member: []byte("a"), NX: true},
 			{Key: f.keys.Retry, Score: 100, Member: []byte("b")},
 			{Key: f.keys.Retry, Score: 300, Member: []byte("b")},
-		}, []Publication{{Channel: "ch", Payload: "3:0"}})
+		}, []Publication{{Channel: "ch", Payload: []byte("3:0")}})
 		require.NoError(t, err)
 		require.Nil(t, errs)
 		s, _ := f.score(f.keys.Store, "a")

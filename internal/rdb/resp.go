@@ -90,7 +90,7 @@ func appendZAdd(b []byte, e *Entry) []byte {
 func appendPublish(b []byte, p *Publication) []byte {
 	b = append(b, "*3\r\n$7\r\nPUBLISH\r\n"...)
 	b = appendBulkString(b, p.Channel)
-	return appendBulkString(b, p.Payload)
+	return appendBulk(b, p.Payload)
 }
 
 // readReply reads one whole reply. replyErr is the reply itself when it is an

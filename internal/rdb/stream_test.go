@@ -130,7 +130,7 @@ func TestStreamErrorReplyFailsOneCommand(t *testing.T) {
 			{Key: ns + ":z", Score: 1, Member: []byte("a")},
 			{Key: ns + ":str", Score: 1, Member: []byte("b")},
 			{Key: ns + ":z", Score: 2, Member: []byte("c")},
-		}, []Completer{outs[0], outs[1], outs[2]}, []Publication{{Channel: ns + ":wake", Payload: "1:0"}, {Channel: ns + ":wake2", Payload: "2:0"}}, pub)
+		}, []Completer{outs[0], outs[1], outs[2]}, []Publication{{Channel: ns + ":wake", Payload: []byte("1:0")}, {Channel: ns + ":wake2", Payload: []byte("2:0")}}, pub)
 		require.NoError(t, outs[0].wait(t, 5*time.Second))
 		err := outs[1].wait(t, 5*time.Second)
 		var re ReplyError
