@@ -115,19 +115,20 @@ func (c *streamConn) fail(err error) error {
 // connection fails. While replies are awaited, a Redis silent for the read
 // timeout fails it.
 func (c *streamConn) readReplies() {
-	var taken []Completer // taken from pending, in order
-	var armed time.Time   // the read deadline in force
+	var taken []Completer // taken from pending, in order; taken[head:] await replies
+	var head int
+	var armed time.Time // the read deadline in force
 	var progress time.Time
 	for {
 		if c.rd.Buffered() == 0 {
 			// Wait for the next reply without consuming anything, so that a
 			// deadline met while idle leaves the reader usable.
-			armed = c.armDeadline(armed, len(taken) > 0, progress)
+			armed = c.armDeadline(armed, head < len(taken), progress)
 			if _, err := c.rd.Peek(1); err != nil {
-				if isTimeout(err) && !c.overdue(len(taken) > 0, progress) {
+				if isTimeout(err) && !c.overdue(head < len(taken), progress) {
 					continue
 				}
-				c.complete(taken, c.fail(fmt.Errorf("rdb: read from redis: %w", err)))
+				c.complete(taken[head:], c.fail(fmt.Errorf("rdb: read from redis: %w", err)))
 				return
 			}
 			if c.readTimeout > 0 {
@@ -140,25 +141,25 @@ func (c *streamConn) readReplies() {
 		}
 		replyErr, err := readReply(c.rd)
 		if err != nil {
-			c.complete(taken, c.fail(fmt.Errorf("rdb: read from redis: %w", err)))
+			c.complete(taken[head:], c.fail(fmt.Errorf("rdb: read from redis: %w", err)))
 			return
 		}
-		if len(taken) == 0 {
+		if head == len(taken) { // swap buffers, keeping both capacities
 			c.mu.Lock()
-			taken, c.pending = c.pending, taken[:0]
+			taken, c.pending, head = c.pending, taken[:0], 0
 			c.mu.Unlock()
 			if len(taken) == 0 {
 				c.fail(fmt.Errorf("%w: a reply to no command", errProtocol))
 				return
 			}
 		}
-		next := taken[0]
-		taken[0] = nil
-		taken = taken[1:]
+		next := taken[head]
+		taken[head] = nil
+		head++
 		next.Complete(replyErr)
 		c.outstanding.Add(-1)
 		if re, ok := replyErr.(ReplyError); ok && re.dropsConnection() {
-			c.complete(taken, c.fail(fmt.Errorf("rdb: redis refuses writes: %w", re)))
+			c.complete(taken[head:], c.fail(fmt.Errorf("rdb: redis refuses writes: %w", re)))
 			return
 		}
 	}
