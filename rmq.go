@@ -66,8 +66,10 @@ const (
 
 // New returns a client on rdb, which may be a single node, Sentinel or
 // Cluster client (redis.NewUniversalClient). The caller owns rdb and closes
-// it after Close. Options are validated here; a bad one fails with
-// ErrInvalidOption or ErrInvalidNamespace.
+// it after Close. On a single node, Send also opens one connection of the
+// client's own with rdb's options (see WithSendStream), which Close closes.
+// Options are validated here; a bad one fails with ErrInvalidOption or
+// ErrInvalidNamespace.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
