@@ -3,6 +3,7 @@ package rmq_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -180,4 +181,31 @@ func ExampleOwned() {
 	// Output:
 	// outside a listener: false
 	// apply credit:7 in slot 3
+}
+
+// Concurrent Sends share one connection of the producer's own; with the
+// option off they go through the go-redis client, where its hooks (tracing,
+// metrics) see every command.
+func ExampleWithSendStream() {
+	c, cleanup := exampleClient(rmq.WithSendStream(false))
+	defer cleanup()
+	defer c.Close(context.Background())
+	ctx := context.Background()
+	if err := c.DefineTopic(ctx, rmq.Topic{Name: "audit", SlotAmount: 8, Type: rmq.Priority}); err != nil {
+		panic(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			msg := rmq.PriorityMessage{Topic: "audit", Content: fmt.Appendf(nil, "event:%d", i), Priority: 100}
+			if err := c.Producer().Send(ctx, msg); err != nil {
+				panic(err)
+			}
+		})
+	}
+	wg.Wait()
+	st, _ := c.Stats(ctx, "audit")
+	fmt.Println("stored:", st.Store, "sent:", c.Metrics().Sent)
+	// Output:
+	// stored: 100 sent: 100
 }
