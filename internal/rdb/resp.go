@@ -38,15 +38,8 @@ func appendArrayHeader(b []byte, n int) []byte {
 	return append(b, '\r', '\n')
 }
 
-func appendBulk(b, s []byte) []byte {
-	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(s)), 10)
-	b = append(b, '\r', '\n')
-	b = append(b, s...)
-	return append(b, '\r', '\n')
-}
-
-func appendBulkString(b []byte, s string) []byte {
+// appendBulk writes s as a bulk string.
+func appendBulk[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '$')
 	b = strconv.AppendInt(b, int64(len(s)), 10)
 	b = append(b, '\r', '\n')
@@ -65,7 +58,7 @@ func appendBulkFloat(b []byte, f float64) []byte {
 func appendCommand(b []byte, args ...string) []byte {
 	b = appendArrayHeader(b, len(args))
 	for _, a := range args {
-		b = appendBulkString(b, a)
+		b = appendBulk(b, a)
 	}
 	return b
 }
@@ -75,12 +68,12 @@ func appendZAdd(b []byte, e *Entry) []byte {
 	if e.NX {
 		b = appendArrayHeader(b, 5)
 		b = append(b, "$4\r\nZADD\r\n"...)
-		b = appendBulkString(b, e.Key)
+		b = appendBulk(b, e.Key)
 		b = append(b, "$2\r\nNX\r\n"...)
 	} else {
 		b = appendArrayHeader(b, 4)
 		b = append(b, "$4\r\nZADD\r\n"...)
-		b = appendBulkString(b, e.Key)
+		b = appendBulk(b, e.Key)
 	}
 	b = appendBulkFloat(b, e.Score)
 	return appendBulk(b, e.Member)
@@ -89,7 +82,7 @@ func appendZAdd(b []byte, e *Entry) []byte {
 // appendPublish writes PUBLISH channel payload.
 func appendPublish(b []byte, p *Publication) []byte {
 	b = append(b, "*3\r\n$7\r\nPUBLISH\r\n"...)
-	b = appendBulkString(b, p.Channel)
+	b = appendBulk(b, p.Channel)
 	return appendBulk(b, p.Payload)
 }
 
