@@ -18,9 +18,8 @@ func wakePublications(reqs []*sendReq) []rdb.Publication {
 // appearance: a linear scan while small, a map index beyond. A set reused
 // through publications allocates nothing once its buffers have grown.
 type wakeSet struct {
-	list    []wakeItem
-	index   map[wakeKey]int // kept across resets for its buckets
-	indexed bool            // index is in use
+	list  []wakeItem
+	index map[wakeKey]int // in use when not empty; kept across resets for its buckets
 }
 
 type wakeKey struct {
@@ -41,7 +40,6 @@ type wakeItem struct {
 func (ws *wakeSet) publications(reqs []*sendReq, pubs []rdb.Publication, buf []byte) ([]rdb.Publication, []byte) {
 	ws.list = ws.list[:0]
 	clear(ws.index)
-	ws.indexed = false
 	for _, r := range reqs {
 		ws.add(r.topic, r.slot, r.dueMs)
 	}
@@ -69,7 +67,7 @@ func (ws *wakeSet) publications(reqs []*sendReq, pubs []rdb.Publication, buf []b
 
 func (s *wakeSet) add(t *topicInfo, slot int, due int64) {
 	i := -1
-	if s.indexed {
+	if len(s.index) > 0 {
 		if j, ok := s.index[wakeKey{t, slot}]; ok {
 			i = j
 		}
@@ -87,7 +85,7 @@ func (s *wakeSet) add(t *topicInfo, slot int, due int64) {
 	}
 	s.list = append(s.list, wakeItem{topic: t, slot: slot, due: due})
 	switch {
-	case s.indexed:
+	case len(s.index) > 0:
 		s.index[wakeKey{t, slot}] = len(s.list) - 1
 	case len(s.list) > 32:
 		if s.index == nil {
@@ -96,6 +94,5 @@ func (s *wakeSet) add(t *topicInfo, slot int, due int64) {
 		for j, w := range s.list {
 			s.index[wakeKey{w.topic, w.slot}] = j
 		}
-		s.indexed = true
 	}
 }
