@@ -45,7 +45,7 @@ type sendQueue struct {
 	mu       sync.Mutex
 	pending  []*sendReq
 	flushers int
-	writer   streamWriter // the stream's writer state, under mu
+	writer   streamWriter // the stream's writer state (see its doc)
 
 	pipelines atomic.Int64  // pipelines (or stream writes) of coalesced sends
 	sent      *atomic.Int64 // messages stored (the client's counter)

@@ -16,7 +16,8 @@ import (
 // several writes in one go, and nobody waits for a round trip to end before
 // the next write starts.
 
-// streamWriter is the state of the one Send writing at a time.
+// streamWriter is the state of the one Send writing at a time: busy is
+// guarded by the queue's mu, the buffers belong to whoever set busy.
 type streamWriter struct {
 	busy    bool
 	batch   []*sendReq
