@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // Completer learns the outcome of one command written to a Stream: nil once
@@ -182,10 +184,7 @@ func (s *Stream) Close(ctx context.Context) {
 	s.mu.Unlock()
 	if cn != nil {
 		for cn.outstanding.Load() > 0 && ctx.Err() == nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Millisecond):
-			}
+			wait.Sleep(ctx, time.Millisecond)
 		}
 		cn.fail(ErrStreamClosed)
 	}
