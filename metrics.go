@@ -6,6 +6,7 @@ import "sync/atomic"
 // and export them to whatever monitoring you use.
 type Metrics struct {
 	Sent        int64 // messages stored by Send and SendBatch
+	SendRetries int64 // Sends written again after their connection failed (see WithSendStream)
 	Delivered   int64 // listener calls
 	Redelivered int64 // listener calls of a message delivered before (Attempt > 1)
 	Committed   int64 // listener calls that returned nil
@@ -20,14 +21,14 @@ type Metrics struct {
 // counters backs Metrics.
 type counters struct {
 	sent, delivered, redelivered, committed, failed, panics atomic.Int64
-	notOwner, restored, fenced, redisErrors                 atomic.Int64
+	notOwner, restored, fenced, redisErrors, sendRetries    atomic.Int64
 }
 
 // Metrics returns the client's counters.
 func (c *Client) Metrics() Metrics {
 	m := &c.counters
 	return Metrics{
-		Sent: m.sent.Load(), Delivered: m.delivered.Load(), Redelivered: m.redelivered.Load(),
+		Sent: m.sent.Load(), SendRetries: m.sendRetries.Load(), Delivered: m.delivered.Load(), Redelivered: m.redelivered.Load(),
 		Committed: m.committed.Load(), Failed: m.failed.Load(), Panics: m.panics.Load(),
 		NotOwner: m.notOwner.Load(), Restored: m.restored.Load(), Fenced: m.fenced.Load(),
 		RedisErrors: m.redisErrors.Load(),

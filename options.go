@@ -154,7 +154,9 @@ func WithMaxContentSize(n int) Option {
 // uses a connection of the client's own: dialled on the first Send with the
 // go-redis client's dialer, credentials, database and timeouts, and used
 // full duplex, so concurrent Sends never wait for each other's round trips.
-// Default on. Its commands bypass go-redis hooks (tracing, metrics); turn it
+// A Send whose connection fails goes again on a fresh one, as often and with
+// the backoff the go-redis client's MaxRetries and retry backoffs give its own
+// commands. Default on. Its commands bypass go-redis hooks (tracing, metrics); turn it
 // off to send through the go-redis client's pipelines instead. A client with
 // an OnConnect hook, streaming credentials or a rate limiter, and Cluster
 // or Ring clients, always use the pipelines. SendBatch and every other call

@@ -93,7 +93,7 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 	keys := rdb.NewKeyspace(cfg.namespace)
 	c := &Client{cfg: cfg, keys: keys, broker: rdb.New(r, keys), subs: make(map[string]*subscription)}
 	c.hard, c.hardCancel = context.WithCancel(context.Background())
-	q := &sendQueue{broker: c.broker, log: cfg.logger, sent: &c.counters.sent}
+	q := &sendQueue{broker: c.broker, log: cfg.logger, sent: &c.counters.sent, retries: &c.counters.sendRetries}
 	if cfg.sendStream {
 		q.stream = rdb.NewStream(r)
 	}

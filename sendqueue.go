@@ -49,38 +49,52 @@ type sendQueue struct {
 
 	pipelines atomic.Int64  // pipelines (or stream writes) of coalesced sends
 	sent      *atomic.Int64 // messages stored (the client's counter)
+	retries   *atomic.Int64 // streamed sends written again (the client's counter)
 }
 
 // send queues r (from reqPool) and waits until it is stored or ctx ends.
 func (q *sendQueue) send(ctx context.Context, r *sendReq) error {
 	if q.stream != nil {
-		q.streamSend(r)
-	} else {
-		q.mu.Lock()
-		q.pending = append(q.pending, r)
-		start := q.flushers < maxFlushers
-		if start {
-			q.flushers++
-		}
-		q.mu.Unlock()
-		if start {
-			go q.flush()
-		}
+		return q.streamRetries(ctx, r)
 	}
+	q.mu.Lock()
+	q.pending = append(q.pending, r)
+	start := q.flushers < maxFlushers
+	if start {
+		q.flushers++
+	}
+	q.mu.Unlock()
+	if start {
+		go q.flush()
+	}
+	if err := q.await(ctx, r); err != nil {
+		return err
+	}
+	return q.recycle(r)
+}
+
+// await waits until r is done or ctx ends; then r stays with whoever holds it
+// and is not recycled.
+func (q *sendQueue) await(ctx context.Context, r *sendReq) error {
 	select {
 	case <-r.done:
-		err := r.err
-		if errors.Is(err, rdb.ErrStreamClosed) {
-			err = ErrClosed
-		} else if err != nil {
-			err = fmt.Errorf("rmq: send to topic %q slot %d: %w", r.topic.Name, r.slot, err)
-		}
-		*r = sendReq{done: r.done}
-		reqPool.Put(r)
-		return err
+		return nil
 	case <-ctx.Done():
-		return ctx.Err() // r stays with the flusher and is not recycled
+		return ctx.Err()
 	}
+}
+
+// recycle returns r to reqPool and the outcome it carried.
+func (q *sendQueue) recycle(r *sendReq) error {
+	err := r.err
+	if errors.Is(err, rdb.ErrStreamClosed) {
+		err = ErrClosed
+	} else if err != nil {
+		err = fmt.Errorf("rmq: send to topic %q slot %d: %w", r.topic.Name, r.slot, err)
+	}
+	*r = sendReq{done: r.done}
+	reqPool.Put(r)
+	return err
 }
 
 // flush stores queued requests until the queue is empty.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // On a single Redis node, Sends share the client's own full-duplex
@@ -31,6 +32,28 @@ type streamWriter struct {
 // maxWriterRounds is how many writes a Send makes for others before it hands
 // the rest to a goroutine and returns to its own reply.
 const maxWriterRounds = 4
+
+// streamRetries streams r until it is stored, fails for good, or ctx ends. A
+// failure of the connection or a "not now" from the server (rdb.Retryable)
+// sends r again after a backoff, as often as the go-redis client retries: the
+// command may have run before the failure, and running it twice stores the
+// same entry.
+func (q *sendQueue) streamRetries(ctx context.Context, r *sendReq) error {
+	for attempt := 0; ; attempt++ {
+		q.streamSend(r)
+		if err := q.await(ctx, r); err != nil {
+			return err
+		}
+		if r.err == nil || attempt >= q.stream.MaxRetries() || !rdb.Retryable(r.err) {
+			return q.recycle(r)
+		}
+		q.retries.Add(1)
+		if wait.Sleep(ctx, q.stream.RetryBackoff(attempt)); ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.err = nil
+	}
+}
 
 // streamSend queues r and writes the queue unless another Send is writing.
 func (q *sendQueue) streamSend(r *sendReq) {

@@ -1,0 +1,73 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestRetryable(t *testing.T) {
+	dialTimeout := &net.OpError{Op: "dial", Net: "tcp", Err: context.DeadlineExceeded}
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{io.EOF, true},
+		{fmt.Errorf("rdb: read from redis: %w", io.ErrUnexpectedEOF), true},
+		{fmt.Errorf("rdb: write to redis: %w", &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}), true},
+		{fmt.Errorf("rdb: read from redis: %w", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}), true},
+		{fmt.Errorf("rdb: dial x: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), true},
+		{fmt.Errorf("rdb: dial x: %w", dialTimeout), true},
+		{ReplyError("LOADING Redis is loading the dataset in memory"), true},
+		{fmt.Errorf("rdb: redis refuses writes: %w", ReplyError("READONLY You can't write against a read only replica.")), true},
+		{ReplyError("MASTERDOWN Link with MASTER is down"), true},
+		{ReplyError("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{ReplyError("ERR max number of clients reached"), true},
+		{ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
+		{ReplyError("OOM command not allowed when used memory > 'maxmemory'."), false},
+		{fmt.Errorf("rdb: connect to x: AUTH: %w", ReplyError("WRONGPASS invalid username-password pair")), false},
+		{fmt.Errorf("%w: a reply to no command", errProtocol), false},
+		{ErrStreamClosed, false},
+		{context.Canceled, false},
+		{fmt.Errorf("x: %w", context.DeadlineExceeded), false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, Retryable(c.err), "%v", c.err)
+	}
+}
+
+func TestRetryBackoffFollowsTheClientOptions(t *testing.T) {
+	stream := func(o *redis.Options) *Stream {
+		o.Addr = "127.0.0.1:1"
+		c := redis.NewClient(o)
+		t.Cleanup(func() { c.Close() })
+		return NewStream(c)
+	}
+	s := stream(&redis.Options{})
+	assert.Equal(t, 3, s.MaxRetries(), "go-redis default")
+	lo, hi := s.opt.MinRetryBackoff, s.opt.MaxRetryBackoff
+	for n := range 10 {
+		d := s.RetryBackoff(n)
+		want := min(lo<<n, hi)
+		assert.GreaterOrEqual(t, d, want/2, "retry %d", n)
+		assert.LessOrEqual(t, d, want, "retry %d", n)
+	}
+
+	s = stream(&redis.Options{MaxRetries: -1, MinRetryBackoff: -1})
+	assert.Equal(t, 0, s.MaxRetries(), "MaxRetries -1 disables retries")
+	assert.Zero(t, s.RetryBackoff(0), "MinRetryBackoff -1 means no pause")
+
+	s = stream(&redis.Options{MaxRetries: 5, MinRetryBackoff: time.Second, MaxRetryBackoff: 2 * time.Second})
+	assert.Equal(t, 5, s.MaxRetries())
+	assert.GreaterOrEqual(t, s.RetryBackoff(10), time.Second)
+	assert.LessOrEqual(t, s.RetryBackoff(10), 2*time.Second)
+}
