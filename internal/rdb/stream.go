@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -34,7 +35,9 @@ var ErrStreamClosed = errors.New("rdb: stream closed")
 // Write must not be called concurrently; the caller serializes writers. The
 // connection is dialled on the first Write and again after a failure, with
 // the dialer, credentials, database and timeouts of the go-redis options it
-// was made from. go-redis hooks do not see its commands.
+// was made from; like a pooled connection it is replaced once idle for
+// ConnMaxIdleTime or older than ConnMaxLifetime (at a write that finds
+// nothing in flight). go-redis hooks do not see its commands.
 type Stream struct {
 	opt *redis.Options
 
@@ -106,7 +109,7 @@ func (s *Stream) current() (*streamConn, error) {
 	if s.closed {
 		return nil, ErrStreamClosed
 	}
-	if s.conn != nil && !s.conn.failed() {
+	if s.conn != nil && s.conn.usable(time.Now()) {
 		return s.conn, nil
 	}
 	cn, err := s.dial()
@@ -133,6 +136,15 @@ func (s *Stream) dial() (*streamConn, error) {
 		return nil, fmt.Errorf("rdb: dial %s: %w", o.Addr, err)
 	}
 	cn := newStreamConn(nc, o.ReadTimeout)
+	cn.lastUsed = time.Now()
+	cn.maxIdle = o.ConnMaxIdleTime
+	if o.ConnMaxLifetime > 0 {
+		life := o.ConnMaxLifetime
+		if j := o.ConnMaxLifetimeJitter; j > 0 {
+			life += rand.N(2*j+1) - j
+		}
+		cn.retireAt = cn.lastUsed.Add(life)
+	}
 	cmds, err := s.handshake(ctx)
 	if err == nil {
 		err = cn.handshake(ctx, cmds)

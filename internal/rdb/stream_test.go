@@ -394,3 +394,62 @@ func TestNewStreamOnlyForPlainSingleNodeClients(t *testing.T) {
 	defer c.Close()
 	assert.NotNil(t, NewStream(c))
 }
+
+// A connection idle for ConnMaxIdleTime, or older than ConnMaxLifetime, is
+// replaced at the next write, as the go-redis pool replaces its own; no write
+// fails for it, and a busy connection is kept.
+func TestStreamRetiresIdleAndOldConnections(t *testing.T) {
+	counting := func(t *testing.T) (string, func() int) {
+		var mu sync.Mutex
+		dials := 0
+		addr := fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
+			mu.Lock()
+			dials++
+			mu.Unlock()
+			for {
+				if _, ok := readCommand(rd); !ok {
+					return
+				}
+				c.Write([]byte(":1\r\n"))
+			}
+		})
+		return addr, func() int { mu.Lock(); defer mu.Unlock(); return dials }
+	}
+	ok := func(t *testing.T, s *Stream) {
+		t.Helper()
+		require.NoError(t, write(s, Entry{Key: "k", Score: 1, Member: []byte("a")})[0].wait(t, 5*time.Second))
+	}
+
+	t.Run("idle", func(t *testing.T) {
+		addr, dials := counting(t)
+		s, _ := streamOn(t, &redis.Options{Addr: addr, ConnMaxIdleTime: 200 * time.Millisecond})
+		for range 5 { // busy: one connection
+			ok(t, s)
+			time.Sleep(20 * time.Millisecond)
+		}
+		assert.Equal(t, 1, dials())
+		time.Sleep(250 * time.Millisecond)
+		ok(t, s)
+		assert.Equal(t, 2, dials(), "the idle connection was not replaced")
+	})
+	t.Run("lifetime", func(t *testing.T) {
+		addr, dials := counting(t)
+		s, _ := streamOn(t, &redis.Options{Addr: addr, ConnMaxLifetime: 150 * time.Millisecond})
+		start := time.Now()
+		for time.Since(start) < 500*time.Millisecond {
+			ok(t, s)
+			time.Sleep(10 * time.Millisecond)
+		}
+		assert.GreaterOrEqual(t, dials(), 3, "connections older than their lifetime were kept")
+		assert.LessOrEqual(t, dials(), 5)
+	})
+	t.Run("default", func(t *testing.T) {
+		addr, dials := counting(t)
+		s, _ := streamOn(t, &redis.Options{Addr: addr})
+		for range 3 {
+			ok(t, s)
+			time.Sleep(50 * time.Millisecond)
+		}
+		assert.Equal(t, 1, dials(), "go-redis defaults: 30 min idle, no lifetime")
+	})
+}

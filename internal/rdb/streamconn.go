@@ -21,10 +21,14 @@ type streamConn struct {
 	rd          *bufio.Reader
 	readTimeout time.Duration // > 0: the longest wait for an awaited reply
 
-	mu      sync.Mutex
-	pending []Completer // written, not yet taken by the reader
-	sentAt  time.Time   // when the oldest command in pending was written
-	err     error       // set once the connection failed
+	retireAt time.Time     // zero, or when the connection is too old to take writes
+	maxIdle  time.Duration // > 0: a connection idle this long takes no more writes
+
+	mu       sync.Mutex
+	pending  []Completer // written, not yet taken by the reader
+	sentAt   time.Time   // when the oldest command in pending was written
+	lastUsed time.Time   // when commands were last written
+	err      error       // set once the connection failed
 
 	outstanding atomic.Int64 // commands written and not yet completed
 }
@@ -68,6 +72,29 @@ func (c *streamConn) failed() bool {
 	return c.err != nil
 }
 
+// errRetired closes a connection past its idle time or lifetime.
+var errRetired = errors.New("rdb: connection retired")
+
+// usable reports whether the connection may take the next write. One past
+// its idle time or lifetime (the go-redis pool's ConnMaxIdleTime and
+// ConnMaxLifetime) is closed instead, once nothing is in flight on it.
+func (c *streamConn) usable(now time.Time) bool {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return false
+	}
+	old := (c.maxIdle > 0 && now.Sub(c.lastUsed) >= c.maxIdle) ||
+		(!c.retireAt.IsZero() && !now.Before(c.retireAt))
+	quiet := len(c.pending) == 0 && c.outstanding.Load() == 0
+	c.mu.Unlock()
+	if old && quiet {
+		c.fail(errRetired)
+		return false
+	}
+	return true
+}
+
 // expect queues the completers of commands about to be written. On a failed
 // connection it returns the failure and takes on nothing.
 func (c *streamConn) expect(done []Completer) error {
@@ -76,9 +103,11 @@ func (c *streamConn) expect(done []Completer) error {
 		c.mu.Unlock()
 		return err
 	}
+	now := time.Now()
 	if len(c.pending) == 0 {
-		c.sentAt = time.Now()
+		c.sentAt = now
 	}
+	c.lastUsed = now
 	c.pending = append(c.pending, done...)
 	c.outstanding.Add(int64(len(done)))
 	c.mu.Unlock()
