@@ -155,12 +155,12 @@ func WithMaxContentSize(n int) Option {
 // go-redis client's dialer, credentials, database and timeouts, and used
 // full duplex, so concurrent Sends never wait for each other's round trips.
 // A Send whose connection fails goes again on a fresh one, as often and with
-// the backoff the go-redis client's MaxRetries and retry backoffs give its own
-// commands. Default on. Its commands bypass go-redis hooks (tracing, metrics); turn it
-// off to send through the go-redis client's pipelines instead. A client with
-// an OnConnect hook, streaming credentials or a rate limiter, and Cluster
-// or Ring clients, always use the pipelines. SendBatch and every other call
-// always go through the go-redis client.
+// the backoff the go-redis client's MaxRetries and retry backoffs give its
+// own commands. Default on. Its commands bypass go-redis hooks (tracing,
+// metrics); turn it off to send through the go-redis client's pipelines
+// instead. A client with an OnConnect hook, streaming credentials or a rate
+// limiter, and Cluster or Ring clients, always use the pipelines. SendBatch
+// and every other call always go through the go-redis client.
 func WithSendStream(on bool) Option {
 	return func(c *config) { c.sendStream = on }
 }

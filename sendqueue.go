@@ -73,8 +73,8 @@ func (q *sendQueue) send(ctx context.Context, r *sendReq) error {
 	return q.recycle(r)
 }
 
-// await waits until r is done or ctx ends; then r stays with whoever holds it
-// and is not recycled.
+// await waits until r is done or ctx ends. If ctx ends first, r stays with
+// whoever holds it and is not recycled.
 func (q *sendQueue) await(ctx context.Context, r *sendReq) error {
 	select {
 	case <-r.done:

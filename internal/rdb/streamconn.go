@@ -65,13 +65,6 @@ func (c *streamConn) handshake(ctx context.Context, cmds [][]string) error {
 	return nil
 }
 
-// failed reports whether the connection has failed.
-func (c *streamConn) failed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err != nil
-}
-
 // errRetired closes a connection past its idle time or lifetime.
 var errRetired = errors.New("rdb: connection retired")
 
@@ -86,9 +79,8 @@ func (c *streamConn) usable(now time.Time) bool {
 	}
 	old := (c.maxIdle > 0 && now.Sub(c.lastUsed) >= c.maxIdle) ||
 		(!c.retireAt.IsZero() && !now.Before(c.retireAt))
-	quiet := len(c.pending) == 0 && c.outstanding.Load() == 0
 	c.mu.Unlock()
-	if old && quiet {
+	if old && c.outstanding.Load() == 0 {
 		c.fail(errRetired)
 		return false
 	}
