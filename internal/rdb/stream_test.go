@@ -328,25 +328,13 @@ func TestStreamDropsAConnectionThatRefusesWrites(t *testing.T) {
 // A connection the server closed while idle (its timeout setting) is
 // replaced before the next write, which therefore succeeds.
 func TestStreamReplacesAConnectionClosedWhileIdle(t *testing.T) {
-	var mu sync.Mutex
-	dials := 0
-	addr := fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
-		mu.Lock()
-		dials++
-		mu.Unlock()
-		if _, ok := readCommand(rd); ok {
-			c.Write([]byte(":1\r\n"))
-		}
-		c.Close() // one command per connection, then an "idle timeout"
-	})
+	addr, dials := countingRedis(t, 1) // then an "idle timeout"
 	s, _ := streamOn(t, &redis.Options{Addr: addr})
 	for i := range 3 {
 		require.NoError(t, write(s, Entry{Key: "k", Score: 1, Member: []byte("a")})[0].wait(t, 5*time.Second), "write %d", i)
 		time.Sleep(50 * time.Millisecond) // the close reaches the client
 	}
-	mu.Lock()
-	assert.Equal(t, 3, dials)
-	mu.Unlock()
+	assert.Equal(t, 3, dials())
 }
 
 // Close lets commands in flight finish, then refuses writes.
@@ -399,29 +387,13 @@ func TestNewStreamOnlyForPlainSingleNodeClients(t *testing.T) {
 // replaced at the next write, as the go-redis pool replaces its own; no write
 // fails for it, and a busy connection is kept.
 func TestStreamRetiresIdleAndOldConnections(t *testing.T) {
-	counting := func(t *testing.T) (string, func() int) {
-		var mu sync.Mutex
-		dials := 0
-		addr := fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
-			mu.Lock()
-			dials++
-			mu.Unlock()
-			for {
-				if _, ok := readCommand(rd); !ok {
-					return
-				}
-				c.Write([]byte(":1\r\n"))
-			}
-		})
-		return addr, func() int { mu.Lock(); defer mu.Unlock(); return dials }
-	}
 	ok := func(t *testing.T, s *Stream) {
 		t.Helper()
 		require.NoError(t, write(s, Entry{Key: "k", Score: 1, Member: []byte("a")})[0].wait(t, 5*time.Second))
 	}
 
 	t.Run("idle", func(t *testing.T) {
-		addr, dials := counting(t)
+		addr, dials := countingRedis(t, 0)
 		s, _ := streamOn(t, &redis.Options{Addr: addr, ConnMaxIdleTime: 200 * time.Millisecond})
 		for range 5 { // busy: one connection
 			ok(t, s)
@@ -433,7 +405,7 @@ func TestStreamRetiresIdleAndOldConnections(t *testing.T) {
 		assert.Equal(t, 2, dials(), "the idle connection was not replaced")
 	})
 	t.Run("lifetime", func(t *testing.T) {
-		addr, dials := counting(t)
+		addr, dials := countingRedis(t, 0)
 		s, _ := streamOn(t, &redis.Options{Addr: addr, ConnMaxLifetime: 150 * time.Millisecond})
 		start := time.Now()
 		for time.Since(start) < 500*time.Millisecond {
@@ -444,7 +416,7 @@ func TestStreamRetiresIdleAndOldConnections(t *testing.T) {
 		assert.LessOrEqual(t, dials(), 5)
 	})
 	t.Run("default", func(t *testing.T) {
-		addr, dials := counting(t)
+		addr, dials := countingRedis(t, 0)
 		s, _ := streamOn(t, &redis.Options{Addr: addr})
 		for range 3 {
 			ok(t, s)
@@ -452,4 +424,24 @@ func TestStreamRetiresIdleAndOldConnections(t *testing.T) {
 		}
 		assert.Equal(t, 1, dials(), "go-redis defaults: 30 min idle, no lifetime")
 	})
+}
+
+// countingRedis is a fake server that answers ":1" to up to replies commands
+// per connection (no limit if 0), then closes it; dials counts connections.
+func countingRedis(t *testing.T, replies int) (addr string, dials func() int) {
+	var mu sync.Mutex
+	n := 0
+	addr = fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		for i := 0; replies == 0 || i < replies; i++ {
+			if _, ok := readCommand(rd); !ok {
+				return
+			}
+			c.Write([]byte(":1\r\n"))
+		}
+		c.Close()
+	})
+	return addr, func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
