@@ -177,12 +177,17 @@ func (c *streamConn) readReplies() {
 		next := taken[head]
 		taken[head] = nil
 		head++
-		next.Complete(replyErr)
-		c.outstanding.Add(-1)
 		if re, ok := replyErr.(ReplyError); ok && re.dropsConnection() {
-			c.complete(taken[head:], c.fail(fmt.Errorf("rdb: redis refuses writes: %w", re)))
+			// Fail the connection before the sender learns of the refusal,
+			// so that its next write cannot land here again.
+			err := c.fail(fmt.Errorf("rdb: redis refuses writes: %w", re))
+			next.Complete(replyErr)
+			c.outstanding.Add(-1)
+			c.complete(taken[head:], err)
 			return
 		}
+		next.Complete(replyErr)
+		c.outstanding.Add(-1)
 	}
 }
 
