@@ -32,8 +32,8 @@ const (
 
 var produceScenario = &scenario{
 	key: "produce",
-	variants: func(*config) []variant {
-		return []variant{
+	variants: func(cfg *config) []variant {
+		vs := []variant{
 			{"rmq", vRMQSend, produceRMQSend},
 			{"rmq", vRMQSendPipe, produceRMQSendPipelined},
 			{"asynq", vAsynqEnqueue, produceAsynq},
@@ -42,6 +42,12 @@ var produceScenario = &scenario{
 			{"bare", vBareZAdd, produceBareZAdd},
 			{"adjust", vAdjustBatch, produceAdjustBatch},
 		}
+		g := cfg.produceGoroutines
+		vs = append(vs, variant{"bare", fullDuplexName(g), produceFullDuplex(g)})
+		for _, c := range inflightSplits(g) {
+			vs = append(vs, variant{"bare", inflightName(c, g/c), produceInflight(c, g/c)})
+		}
+		return vs
 	},
 	report: reportProduce,
 }
@@ -231,6 +237,7 @@ func reportProduce(rep *report, res *scenarioResults) {
 	if len(bt.rows) > 0 {
 		bt.write(rep.w)
 	}
+	reportInflight(rep, res)
 	if sendVsBest != nil {
 		v := median(sendVsBest)
 		rep.target("Produce, one Send per message", "≥ 2× the best peer", ratio(v), verdict(v, func(x float64) bool { return x >= 2 }))

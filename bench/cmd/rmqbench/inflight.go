@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// The in-flight ceiling: what the same ZADDs reach when at most as many
+// commands are unanswered as the produce scenario has senders, written by the
+// leanest clients there are: raw RESP, no pool, no per-message caller to
+// wake. Two shapes:
+//   - round trips: each of conns goroutines has a connection of its own,
+//     writes depth commands in one write, reads their replies and goes again;
+//     every split of the senders into conns × depth is run;
+//   - full duplex: one connection, a writer that writes as many commands as
+//     are free to go (never more than the senders unanswered) in one write,
+//     and a reader that frees them as their replies come.
+// The best per round is the ceiling a Send from that many blocking callers
+// can be held against.
+
+// inflightSplits returns the connections per split of g in-flight commands:
+// g, g/2, …, 1 (g × 1 is one command per round trip, as a pool of blocking
+// callers sends them; 1 × g is one connection with g pipelined).
+func inflightSplits(g int) []int {
+	var out []int
+	for c := g; c >= 1; c /= 2 {
+		if g%c == 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func inflightName(conns, depth int) string {
+	return fmt.Sprintf("raw ZADD, %d conns × %d in flight", conns, depth)
+}
+
+// fullDuplexName names the full-duplex shape with g commands in flight.
+func fullDuplexName(g int) string {
+	return fmt.Sprintf("raw ZADD, full duplex, %d in flight", g)
+}
+
+func produceInflight(conns, depth int) func(ctx context.Context, e *env) (metrics, error) {
+	return produceRaw(func(ctx context.Context, addr string, pl [][]byte) error {
+		return zaddInflight(ctx, addr, pl, conns, depth)
+	})
+}
+
+func produceFullDuplex(g int) func(ctx context.Context, e *env) (metrics, error) {
+	return produceRaw(func(ctx context.Context, addr string, pl [][]byte) error {
+		return zaddFullDuplex(ctx, addr, pl, g)
+	})
+}
+
+// produceRaw times write and checks that every member was stored.
+func produceRaw(write func(ctx context.Context, addr string, pl [][]byte) error) func(ctx context.Context, e *env) (metrics, error) {
+	return func(ctx context.Context, e *env) (metrics, error) {
+		pl := payloads(e.n, "p")
+		m := metrics{}
+		meter := startMeter(ctx, e)
+		if err := write(ctx, e.addr, pl); err != nil {
+			return nil, err
+		}
+		if err := meter.stop(ctx, e.n, m); err != nil {
+			return nil, err
+		}
+		r := newRedis(e.addr)
+		defer r.Close()
+		if got, err := bareCount(ctx, r); err != nil || got != int64(e.n) {
+			return nil, fmt.Errorf("raw ZADD stored %d of %d (%v)", got, e.n, err)
+		}
+		return m, nil
+	}
+}
+
+// zaddInflight writes pl as one-member ZADDs into the yardstick's keys (same
+// members, keys and scores as bareZAdd) over conns connections, depth
+// commands per write, each connection waiting for its replies before the next.
+func zaddInflight(ctx context.Context, addr string, pl [][]byte, conns, depth int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, conns)
+	var d net.Dialer
+	var dialErr error
+	for c := range conns {
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			dialErr = err
+			break
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			nc.SetDeadline(dl)
+		}
+		wg.Go(func() {
+			defer nc.Close()
+			errs[c] = zaddLoop(nc, pl, depth, &next)
+		})
+	}
+	wg.Wait()
+	return errors.Join(append(errs, dialErr)...)
+}
+
+// zaddLoop claims depth members at a time until none are left.
+func zaddLoop(nc net.Conn, pl [][]byte, depth int, next *atomic.Int64) error {
+	rd := bufio.NewReader(nc)
+	var b []byte
+	for {
+		start := int(next.Add(int64(depth)) - int64(depth))
+		if start >= len(pl) {
+			return nil
+		}
+		end := min(start+depth, len(pl))
+		b = b[:0]
+		for i := start; i < end; i++ {
+			b = appendRawZAdd(b, bareKey(pl[i]), int64(17+i%1000), pl[i])
+		}
+		if _, err := nc.Write(b); err != nil {
+			return err
+		}
+		for range end - start {
+			line, err := rd.ReadSlice('\n')
+			if err != nil {
+				return err
+			}
+			if len(line) == 0 || line[0] != ':' {
+				return fmt.Errorf("ZADD: unexpected reply %q", line)
+			}
+		}
+	}
+}
+
+// zaddFullDuplex writes pl as zaddInflight does, over one connection with
+// at most g commands unanswered: the writer sends whatever the reader has
+// freed in one write, without waiting for a round trip to end.
+func zaddFullDuplex(ctx context.Context, addr string, pl [][]byte, g int) error {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	}
+	var mu sync.Mutex
+	free := sync.NewCond(&mu)
+	credits := g
+	var readErr error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		rd := bufio.NewReader(nc)
+		for got := 0; got < len(pl); {
+			line, err := rd.ReadSlice('\n')
+			if err == nil && (len(line) == 0 || line[0] != ':') {
+				err = fmt.Errorf("ZADD: unexpected reply %q", line)
+			}
+			mu.Lock()
+			if err != nil {
+				readErr = err
+				credits = -1 // the writer stops
+				free.Signal()
+				mu.Unlock()
+				return
+			}
+			got++
+			credits++
+			if credits == 1 || rd.Buffered() == 0 {
+				free.Signal()
+			}
+			mu.Unlock()
+		}
+	}()
+	var b []byte
+	var writeErr error
+	for start := 0; start < len(pl); {
+		mu.Lock()
+		for credits == 0 {
+			free.Wait()
+		}
+		k := credits
+		if k > 0 {
+			credits = 0
+		}
+		mu.Unlock()
+		if k < 0 {
+			break
+		}
+		end := min(start+k, len(pl))
+		b = b[:0]
+		for i := start; i < end; i++ {
+			b = appendRawZAdd(b, bareKey(pl[i]), int64(17+i%1000), pl[i])
+		}
+		if _, writeErr = nc.Write(b); writeErr != nil {
+			nc.Close()
+			break
+		}
+		mu.Lock()
+		credits += k - (end - start) // credits beyond the last member
+		mu.Unlock()
+		start = end
+	}
+	<-read
+	if writeErr != nil {
+		return writeErr
+	}
+	return readErr
+}
+
+func appendRawZAdd(b []byte, key string, score int64, member []byte) []byte {
+	var sc [20]byte
+	s := strconv.AppendInt(sc[:0], score, 10)
+	b = append(b, "*4\r\n$4\r\nZADD\r\n"...)
+	b = appendRawBulk(b, []byte(key))
+	b = appendRawBulk(b, s)
+	return appendRawBulk(b, member)
+}
+
+func appendRawBulk(b, s []byte) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, "\r\n"...)
+	b = append(b, s...)
+	return append(b, "\r\n"...)
+}
+
+// reportInflight sets RMQ Send and the best peer against the best split per
+// round, and says what the 2× target asks in its terms.
+func reportInflight(rep *report, res *scenarioResults) {
+	g := rep.cfg.produceGoroutines
+	var splits [][]float64
+	if name := fullDuplexName(g); res.has(name) {
+		splits = append(splits, res.perRound(name, mRate))
+	}
+	for _, c := range inflightSplits(g) {
+		if name := inflightName(c, g/c); res.has(name) {
+			splits = append(splits, res.perRound(name, mRate))
+		}
+	}
+	if len(splits) == 0 {
+		return
+	}
+	ceiling := bestOf(splits...)
+	rate := func(name string) []float64 { return res.perRound(name, mRate) }
+	rep.printf("The raw ZADD rows are the ceiling for %d blocking senders: the same members, keys and scores "+
+		"as the yardstick, with never more than %d commands unanswered, written by the leanest clients possible "+
+		"(raw RESP, no pool, no caller to wake per message). Full duplex: one connection, a writer sending in one "+
+		"write whatever replies have freed, a reader freeing them. conns × depth: a goroutine per connection "+
+		"writes depth commands in one write and reads their replies before the next. The best per round is "+
+		"the ceiling:\n\n", g, g)
+	t := newTable(roundHead("Against the in-flight ceiling", res.rounds)...)
+	t.add(append([]string{fmt.Sprintf("ceiling: best raw ZADD split, %d in flight (msgs/s)", g)}, perRoundCells(ceiling, num)...)...)
+	if res.has(vRMQSend) {
+		t.add(append([]string{"**" + vRMQSend + " as % of the ceiling**"}, perRoundCells(ratios(rate(vRMQSend), ceiling), pct)...)...)
+	}
+	var peers [][]float64
+	for _, p := range []string{vAsynqEnqueue, vAdjustPublish} {
+		if res.has(p) {
+			peers = append(peers, rate(p))
+		}
+	}
+	if len(peers) > 0 {
+		best := bestOf(peers...)
+		t.add(append([]string{"best peer as % of the ceiling"}, perRoundCells(ratios(best, ceiling), pct)...)...)
+		twice := make([]float64, len(best))
+		for i, v := range best {
+			twice[i] = 2 * v
+		}
+		t.add(append([]string{"2× the best peer as % of the ceiling"}, perRoundCells(ratios(twice, ceiling), pct)...)...)
+	}
+	t.write(rep.w)
+}
