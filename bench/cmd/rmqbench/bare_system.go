@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"hash/crc32"
 	"strconv"
 
@@ -48,4 +49,26 @@ func bareCount(ctx context.Context, r *redis.Client) (int64, error) {
 		n += c.Val()
 	}
 	return n, nil
+}
+
+// produceZAdds times write, which stores pl in the yardstick's keys, and
+// checks that every member was stored; what names write in the error.
+func produceZAdds(what string, write func(ctx context.Context, addr string, pl [][]byte) error) func(ctx context.Context, e *env) (metrics, error) {
+	return func(ctx context.Context, e *env) (metrics, error) {
+		pl := payloads(e.n, "p")
+		m := metrics{}
+		meter := startMeter(ctx, e)
+		if err := write(ctx, e.addr, pl); err != nil {
+			return nil, err
+		}
+		if err := meter.stop(ctx, e.n, m); err != nil {
+			return nil, err
+		}
+		r := newRedis(e.addr)
+		defer r.Close()
+		if got, err := bareCount(ctx, r); err != nil || got != int64(e.n) {
+			return nil, fmt.Errorf("%s stored %d of %d (%v)", what, got, e.n, err)
+		}
+		return m, nil
+	}
 }

@@ -47,36 +47,15 @@ func fullDuplexName(g int) string {
 }
 
 func produceInflight(conns, depth int) func(ctx context.Context, e *env) (metrics, error) {
-	return produceRaw(func(ctx context.Context, addr string, pl [][]byte) error {
+	return produceZAdds("raw ZADD", func(ctx context.Context, addr string, pl [][]byte) error {
 		return zaddInflight(ctx, addr, pl, conns, depth)
 	})
 }
 
 func produceFullDuplex(g int) func(ctx context.Context, e *env) (metrics, error) {
-	return produceRaw(func(ctx context.Context, addr string, pl [][]byte) error {
+	return produceZAdds("raw ZADD", func(ctx context.Context, addr string, pl [][]byte) error {
 		return zaddFullDuplex(ctx, addr, pl, g)
 	})
-}
-
-// produceRaw times write and checks that every member was stored.
-func produceRaw(write func(ctx context.Context, addr string, pl [][]byte) error) func(ctx context.Context, e *env) (metrics, error) {
-	return func(ctx context.Context, e *env) (metrics, error) {
-		pl := payloads(e.n, "p")
-		m := metrics{}
-		meter := startMeter(ctx, e)
-		if err := write(ctx, e.addr, pl); err != nil {
-			return nil, err
-		}
-		if err := meter.stop(ctx, e.n, m); err != nil {
-			return nil, err
-		}
-		r := newRedis(e.addr)
-		defer r.Close()
-		if got, err := bareCount(ctx, r); err != nil || got != int64(e.n) {
-			return nil, fmt.Errorf("raw ZADD stored %d of %d (%v)", got, e.n, err)
-		}
-		return m, nil
-	}
 }
 
 // zaddInflight writes pl as one-member ZADDs into the yardstick's keys (same

@@ -88,12 +88,17 @@ func (r *scenarioResults) values(name, key string) []float64 {
 	return out
 }
 
-// perRound returns metric key of variant name per round (NaN where missing).
+// perRound returns metric key of variant name per round (NaN where missing,
+// all NaN for a variant that did not run).
 func (r *scenarioResults) perRound(name, key string) []float64 {
 	out := make([]float64, r.rounds)
+	runs := r.runs[name]
 	for i := range out {
 		out[i] = math.NaN()
-		if m := r.runs[name][i]; m != nil {
+		if i >= len(runs) {
+			continue
+		}
+		if m := runs[i]; m != nil {
 			if v, ok := m[key]; ok {
 				out[i] = v
 			}

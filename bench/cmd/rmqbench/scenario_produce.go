@@ -178,23 +178,11 @@ func produceAdjustWith(ctx context.Context, e *env, send func(s *adjustSystem, p
 	return m, errors.Join(err, s.close())
 }
 
-func produceBareZAdd(ctx context.Context, e *env) (metrics, error) {
-	r := newRedis(e.addr)
+var produceBareZAdd = produceZAdds("bare ZADD", func(ctx context.Context, addr string, pl [][]byte) error {
+	r := newRedis(addr)
 	defer r.Close()
-	pl := payloads(e.n, "p")
-	m := metrics{}
-	meter := startMeter(ctx, e)
-	if err := bareZAdd(ctx, r, pl, produceBatch); err != nil {
-		return nil, err
-	}
-	if err := meter.stop(ctx, e.n, m); err != nil {
-		return nil, err
-	}
-	if got, err := bareCount(ctx, r); err != nil || got != int64(e.n) {
-		return nil, fmt.Errorf("bare ZADD stored %d of %d (%v)", got, e.n, err)
-	}
-	return m, nil
-}
+	return bareZAdd(ctx, r, pl, produceBatch)
+})
 
 // bestOf returns, per round, the largest of the given series.
 func bestOf(series ...[]float64) []float64 {
