@@ -20,12 +20,15 @@ func bareKey(p []byte) string {
 	return "bare:{" + strconv.Itoa(int(crc32.ChecksumIEEE(p)&(bareSlots-1))) + "}"
 }
 
+// bareScore is the score of the i-th member, as RMQ's Priority messages get it.
+func bareScore(i int) int64 { return int64(17 + i%1000) }
+
 // bareZAdd writes pl with go-redis pipelines of batch commands, one member per ZADD.
 func bareZAdd(ctx context.Context, r *redis.Client, pl [][]byte, batch int) error {
 	for start := 0; start < len(pl); start += batch {
 		pipe := r.Pipeline()
 		for i := start; i < min(start+batch, len(pl)); i++ {
-			pipe.ZAdd(ctx, bareKey(pl[i]), redis.Z{Score: float64(17 + i%1000), Member: pl[i]})
+			pipe.ZAdd(ctx, bareKey(pl[i]), redis.Z{Score: float64(bareScore(i)), Member: pl[i]})
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err

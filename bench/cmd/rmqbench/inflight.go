@@ -65,16 +65,12 @@ func zaddInflight(ctx context.Context, addr string, pl [][]byte, conns, depth in
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, conns)
-	var d net.Dialer
 	var dialErr error
 	for c := range conns {
-		nc, err := d.DialContext(ctx, "tcp", addr)
+		nc, err := dialRaw(ctx, addr)
 		if err != nil {
 			dialErr = err
 			break
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			nc.SetDeadline(dl)
 		}
 		wg.Go(func() {
 			defer nc.Close()
@@ -95,20 +91,13 @@ func zaddLoop(nc net.Conn, pl [][]byte, depth int, next *atomic.Int64) error {
 			return nil
 		}
 		end := min(start+depth, len(pl))
-		b = b[:0]
-		for i := start; i < end; i++ {
-			b = appendRawZAdd(b, bareKey(pl[i]), int64(17+i%1000), pl[i])
-		}
+		b = appendRawZAdds(b[:0], pl, start, end)
 		if _, err := nc.Write(b); err != nil {
 			return err
 		}
 		for range end - start {
-			line, err := rd.ReadSlice('\n')
-			if err != nil {
+			if err := zaddReply(rd); err != nil {
 				return err
-			}
-			if len(line) == 0 || line[0] != ':' {
-				return fmt.Errorf("ZADD: unexpected reply %q", line)
 			}
 		}
 	}
@@ -118,15 +107,11 @@ func zaddLoop(nc net.Conn, pl [][]byte, depth int, next *atomic.Int64) error {
 // at most g commands unanswered: the writer sends whatever the reader has
 // freed in one write, without waiting for a round trip to end.
 func zaddFullDuplex(ctx context.Context, addr string, pl [][]byte, g int) error {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := dialRaw(ctx, addr)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		nc.SetDeadline(dl)
-	}
 	var mu sync.Mutex
 	free := sync.NewCond(&mu)
 	credits := g
@@ -136,10 +121,7 @@ func zaddFullDuplex(ctx context.Context, addr string, pl [][]byte, g int) error 
 		defer close(read)
 		rd := bufio.NewReader(nc)
 		for got := 0; got < len(pl); {
-			line, err := rd.ReadSlice('\n')
-			if err == nil && (len(line) == 0 || line[0] != ':') {
-				err = fmt.Errorf("ZADD: unexpected reply %q", line)
-			}
+			err := zaddReply(rd)
 			mu.Lock()
 			if err != nil {
 				readErr = err
@@ -172,10 +154,7 @@ func zaddFullDuplex(ctx context.Context, addr string, pl [][]byte, g int) error 
 			break
 		}
 		end := min(start+k, len(pl))
-		b = b[:0]
-		for i := start; i < end; i++ {
-			b = appendRawZAdd(b, bareKey(pl[i]), int64(17+i%1000), pl[i])
-		}
+		b = appendRawZAdds(b[:0], pl, start, end)
 		if _, writeErr = nc.Write(b); writeErr != nil {
 			nc.Close()
 			break
@@ -190,6 +169,36 @@ func zaddFullDuplex(ctx context.Context, addr string, pl [][]byte, g int) error 
 		return writeErr
 	}
 	return readErr
+}
+
+// dialRaw connects to addr; the connection's deadline is ctx's, if any.
+func dialRaw(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		if dl, ok := ctx.Deadline(); ok {
+			nc.SetDeadline(dl)
+		}
+	}
+	return nc, err
+}
+
+// zaddReply reads one reply and fails unless it is an integer (ZADD's).
+func zaddReply(rd *bufio.Reader) error {
+	line, err := rd.ReadSlice('\n')
+	if err == nil && (len(line) == 0 || line[0] != ':') {
+		err = fmt.Errorf("ZADD: unexpected reply %q", line)
+	}
+	return err
+}
+
+// appendRawZAdds appends the ZADDs of members start..end-1 of pl, with the
+// yardstick's keys and scores.
+func appendRawZAdds(b []byte, pl [][]byte, start, end int) []byte {
+	for i := start; i < end; i++ {
+		b = appendRawZAdd(b, bareKey(pl[i]), bareScore(i), pl[i])
+	}
+	return b
 }
 
 func appendRawZAdd(b []byte, key string, score int64, member []byte) []byte {
@@ -209,8 +218,9 @@ func appendRawBulk(b, s []byte) []byte {
 	return append(b, "\r\n"...)
 }
 
-// reportInflight sets RMQ Send and the best peer against the best split per
-// round, and says what the 2× target asks in its terms.
+// reportInflight sets RMQ Send and the best peer against the in-flight
+// yardstick (the raw shape with the best median), and says what the 2×
+// target asks in its terms.
 func reportInflight(rep *report, res *scenarioResults) {
 	g := rep.cfg.produceGoroutines
 	// The shape with the best median: a per-round maximum over six noisy
