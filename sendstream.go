@@ -3,6 +3,7 @@ package rmq
 import (
 	"context"
 	"log/slog"
+	"runtime"
 
 	"github.com/rmq-go/rmq/internal/rdb"
 	"github.com/rmq-go/rmq/internal/wait"
@@ -66,6 +67,12 @@ func (q *sendQueue) streamSend(r *sendReq) {
 	}
 	q.writer.busy = true
 	q.mu.Unlock()
+	if q.stream.InFlight() {
+		// Redis has work meanwhile: yield once, so that the senders already
+		// runnable (woken by the replies just read) join this write. An idle
+		// connection is written at once.
+		runtime.Gosched()
+	}
 	if !q.writeQueued(maxWriterRounds) {
 		go q.writeQueued(-1)
 	}

@@ -102,6 +102,14 @@ func (s *Stream) Write(entries []Entry, done []Completer, pubs []Publication, pu
 	cn.write(b, s.opt.WriteTimeout)
 }
 
+// InFlight reports whether commands written to the stream await replies.
+func (s *Stream) InFlight() bool {
+	s.mu.Lock()
+	cn := s.conn
+	s.mu.Unlock()
+	return cn != nil && cn.outstanding.Load() > 0
+}
+
 // current returns the live connection, dialling one if needed.
 func (s *Stream) current() (*streamConn, error) {
 	s.mu.Lock()

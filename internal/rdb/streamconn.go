@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -188,6 +189,13 @@ func (c *streamConn) readReplies() {
 		}
 		next.Complete(replyErr)
 		c.outstanding.Add(-1)
+		if c.rd.Buffered() > 0 {
+			// More replies are here. Let the sender just woken run first on
+			// this processor, while Redis still has commands of others to
+			// work on: it queues its next message now, instead of waiting
+			// for another thread to be woken to run it.
+			runtime.Gosched()
+		}
 	}
 }
 
