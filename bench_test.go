@@ -95,11 +95,18 @@ func BenchmarkNewMessage(b *testing.B) {
 // through the client's own full-duplex connection, and through go-redis
 // pipelines (WithSendStream(false)).
 func BenchmarkSendConcurrent(b *testing.B) {
-	b.Run("stream", func(b *testing.B) { benchmarkSendConcurrent(b, true) })
-	b.Run("pipelines", func(b *testing.B) { benchmarkSendConcurrent(b, false) })
+	b.Run("stream", func(b *testing.B) { benchmarkSend(b, 16, true) })
+	b.Run("pipelines", func(b *testing.B) { benchmarkSend(b, 16, false) })
 }
 
-func benchmarkSendConcurrent(b *testing.B, stream bool) {
+// BenchmarkSendSequential is one goroutine sending one message at a time:
+// the latency of a lone Send.
+func BenchmarkSendSequential(b *testing.B) {
+	b.Run("stream", func(b *testing.B) { benchmarkSend(b, 1, true) })
+	b.Run("pipelines", func(b *testing.B) { benchmarkSend(b, 1, false) })
+}
+
+func benchmarkSend(b *testing.B, senders int, stream bool) {
 	var r redis.UniversalClient
 	if addr := os.Getenv("RMQ_REDIS_ADDR"); addr != "" {
 		r = redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
@@ -122,8 +129,8 @@ func benchmarkSendConcurrent(b *testing.B, stream bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var wg sync.WaitGroup
-	per := b.N/16 + 1
-	for range 16 {
+	per := b.N/senders + 1
+	for range senders {
 		wg.Go(func() {
 			for range per {
 				content := fmt.Appendf(nil, "%064d", seq.Add(1))
@@ -138,7 +145,7 @@ func benchmarkSendConcurrent(b *testing.B, stream bool) {
 	b.StopTimer()
 	q := c.producer.queue
 	b.ReportMetric(float64(q.sent.Load())/float64(max(q.pipelines.Load(), 1)), "msgs/write")
-	b.ReportMetric(float64(per*16)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric(float64(per*senders)/b.Elapsed().Seconds(), "msgs/s")
 	r.Del(ctx, ns+":topics")
 	for _, k := range c.topics.get("t").slots {
 		r.Del(ctx, k.Store)

@@ -35,7 +35,9 @@ type streamConn struct {
 }
 
 func newStreamConn(nc net.Conn, readTimeout time.Duration) *streamConn {
-	return &streamConn{nc: nc, rd: bufio.NewReaderSize(nc, 64<<10), readTimeout: readTimeout}
+	c := &streamConn{nc: nc, readTimeout: readTimeout}
+	c.rd = bufio.NewReaderSize(newSpinReader(nc, &c.outstanding), 64<<10)
+	return c
 }
 
 // handshake writes cmds and checks every reply, before the reader starts.

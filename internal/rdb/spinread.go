@@ -1,0 +1,54 @@
+package rdb
+
+import (
+	"net"
+	"runtime"
+	"sync/atomic"
+)
+
+// A Stream's reader, while replies are owed, polls the socket a few times
+// before it parks in the runtime's network poller, yielding the processor
+// between polls. Under load the next replies are usually a few microseconds
+// away, and parking costs more than that: the thread sleeps, and Redis's
+// next write must wake it. The number of polls adapts: a poll that finds
+// data restores the full budget, a reader that ends up parking anyway halves
+// it, so a lightly loaded stream soon parks at once again. Nothing is polled
+// while no reply is owed, and connections that expose no socket (TLS) always
+// park.
+
+const (
+	maxSpinPolls = 64 // polls before parking, at most
+	minSpinPolls = 2  // polls before parking, at least, to notice when load returns
+)
+
+// spinReader is the io.Reader under a streamConn's bufio.Reader.
+type spinReader struct {
+	nc    net.Conn
+	owed  *atomic.Int64 // replies owed; polling only while > 0
+	poll  func(p []byte) (n int, ok bool)
+	polls int // the current budget
+}
+
+func newSpinReader(nc net.Conn, owed *atomic.Int64) *spinReader {
+	return &spinReader{nc: nc, owed: owed, poll: socketPoller(nc), polls: maxSpinPolls}
+}
+
+// Read returns what the socket holds, polling it first while replies are
+// owed, then reads from the connection as usual (deadlines apply there).
+func (r *spinReader) Read(p []byte) (int, error) {
+	if r.poll != nil && r.owed.Load() > 0 {
+		for i := 0; i < r.polls; i++ {
+			n, ok := r.poll(p)
+			if !ok {
+				break // closed, failed or at end: the read below says which
+			}
+			if n > 0 {
+				r.polls = maxSpinPolls
+				return n, nil
+			}
+			runtime.Gosched()
+		}
+		r.polls = max(r.polls/2, minSpinPolls)
+	}
+	return r.nc.Read(p)
+}
