@@ -6,19 +6,19 @@ import (
 	"sync/atomic"
 )
 
-// A Stream's reader, while replies are owed, polls the socket a few times
+// A Stream's reader, while replies are owed, polls the socket up to 256 times
 // before it parks in the runtime's network poller, yielding the processor
 // between polls. Under load the next replies are usually a few microseconds
 // away, and parking costs more than that: the thread sleeps, and Redis's
 // next write must wake it. The number of polls adapts: a poll that finds
-// data restores the full budget, a reader that ends up parking anyway halves
-// it, so a lightly loaded stream soon parks at once again. Nothing is polled
-// while no reply is owed, and connections that expose no socket (TLS) always
-// park.
+// data restores the full budget, a reader whose polls run dry halves it, so
+// when replies stop coming quickly (a slow or stalled server) it soon parks
+// at once again. Nothing is polled while no reply is owed, and connections
+// that expose no socket (TLS) always park.
 
 const (
-	maxSpinPolls = 64 // polls before parking, at most
-	minSpinPolls = 2  // polls before parking, at least, to notice when load returns
+	maxSpinPolls = 256 // polls before parking, at most (each a read system call and a yield)
+	minSpinPolls = 2   // polls before parking, at least, to notice when load returns
 )
 
 // spinReader is the io.Reader under a streamConn's bufio.Reader.
