@@ -17,11 +17,11 @@ import (
 // while a lone Send still goes out at once: Redis reads the commands of
 // several writes in one go, and nobody waits for a round trip to end before
 // the next write starts. Under load the stream's reader lets each sender it
-// wakes run on the reader's processor before handing back the next reply, and a
-// Send taking the writer role while commands are in flight yields once first:
-// the senders just woken then queue into its write (about two messages per
-// write instead of one), without waking another thread to run them and
-// without leaving Redis idle.
+// wakes run on the reader's processor before handing back the next reply,
+// and a Send taking the writer role while commands are in flight yields once
+// first: the senders just woken then queue into its write (about two
+// messages per write instead of one), without waking another thread to run
+// them and without leaving Redis idle.
 
 // streamWriter is the state of the one Send writing at a time: busy is
 // guarded by the queue's mu, the buffers belong to whoever set busy.

@@ -193,9 +193,8 @@ func (c *streamConn) readReplies() {
 		c.outstanding.Add(-1)
 		if c.rd.Buffered() > 0 {
 			// More replies are here. Let the sender just woken run first on
-			// this processor, while Redis still has commands of others to
-			// work on: it queues its next message now, instead of waiting
-			// for another thread to be woken to run it.
+			// this processor: it queues its next message now, instead of
+			// waiting for another thread to be woken to run it.
 			runtime.Gosched()
 		}
 	}
