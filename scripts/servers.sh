@@ -15,6 +15,9 @@
 #                     config DIR/zk/N/zoo.cfg, data DIR/zk/N/data (myid = N)
 #
 # Files under DIR:
+# Every port above moves up by RMQ_PORT_OFFSET (0..900, default 0) when it is set.
+#
+#   DIR/port-offset         the RMQ_PORT_OFFSET the servers were started with
 #   DIR/env                 shell lines to source: RMQ_REDIS_ADDR, RMQ_CLUSTER_ADDRS,
 #                           RMQ_ZK_SERVERS, RMQ_SERVERS_DIR (= DIR) and RMQ_SERVERS_SCRIPT
 #                           (absolute path of this script, for restart-zk from tests)
@@ -35,8 +38,20 @@ set +m # background jobs stay in our process group, so "exec setsid" keeps the P
 
 SCRIPT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/$(basename "${BASH_SOURCE[0]}")
 readonly SCRIPT
-readonly REDIS_PORT=16379
-readonly CLUSTER_PORTS=(17001 17002 17003 17004 17005 17006)
+# RMQ_PORT_OFFSET (default 0) shifts every port, so several server sets can run side by
+# side (for example one per working copy); the other commands read the offset start recorded.
+PORT_OFFSET=${RMQ_PORT_OFFSET:-0}
+[[ $PORT_OFFSET =~ ^[0-9]+$ && $PORT_OFFSET -le 900 ]] || {
+	printf '[servers] ERROR: RMQ_PORT_OFFSET must be 0..900, got %s\n' "$PORT_OFFSET" >&2
+	exit 2
+}
+if [[ ${1:-} != start && -f ${2:-/nonexistent}/port-offset ]]; then
+	PORT_OFFSET=$(cat "$2/port-offset")
+fi
+readonly PORT_OFFSET
+readonly REDIS_PORT=$((16379 + PORT_OFFSET))
+readonly CLUSTER_PORTS=($((17001 + PORT_OFFSET)) $((17002 + PORT_OFFSET)) $((17003 + PORT_OFFSET))
+	$((17004 + PORT_OFFSET)) $((17005 + PORT_OFFSET)) $((17006 + PORT_OFFSET)))
 readonly ZK_NODES=(1 2 3)
 readonly CLUSTER_WAIT=30 # seconds
 readonly ZK_WAIT=40      # seconds
@@ -148,9 +163,9 @@ check_ports_free() {
 	fi
 }
 
-zk_client_port() { echo $((12180 + $1)); }
-zk_quorum_port() { echo $((12887 + $1)); }
-zk_election_port() { echo $((13887 + $1)); }
+zk_client_port() { echo $((12180 + PORT_OFFSET + $1)); }
+zk_quorum_port() { echo $((12887 + PORT_OFFSET + $1)); }
+zk_election_port() { echo $((13887 + PORT_OFFSET + $1)); }
 
 all_ports() {
 	local p n
@@ -443,6 +458,7 @@ cmd_start() {
 	# shellcheck disable=SC2046
 	check_ports_free $(all_ports) || exit 1
 	mkdir -p "$PIDS" "$LOGS"
+	echo "$PORT_OFFSET" >"$DIR/port-offset"
 
 	start_redis_group &
 	local rpid=$!
