@@ -1,6 +1,10 @@
 package rmq
 
-import "time"
+import (
+	"time"
+
+	"github.com/rmq-go/rmq/internal/backoff"
+)
 
 // MaxRetries is how many times a failed message is retried before it goes to
 // the dead set: a message is delivered at most MaxRetries+1 times.
@@ -13,13 +17,7 @@ type BackoffFunc func(retry int) time.Duration
 // ExponentialBackoff waits base before retry 1 and doubles the wait for each
 // further retry, up to max.
 func ExponentialBackoff(base, max time.Duration) BackoffFunc {
-	return func(retry int) time.Duration {
-		d := base
-		for i := 1; i < retry && d < max; i++ {
-			d *= 2
-		}
-		return min(d, max)
-	}
+	return backoff.Exponential{Base: base, Max: max}.Delay
 }
 
 // SteppedBackoff waits steps[n-1] before retry n; retries past the last step

@@ -72,7 +72,7 @@ func WithConsumeTimeout(d time.Duration) Option {
 
 // WithRetryBackoff sets the wait before each retry of a failed message.
 // Default DefaultBackoff. The slot keeps serving other messages meanwhile.
-func WithRetryBackoff(f func(retry int) time.Duration) Option {
+func WithRetryBackoff(f BackoffFunc) Option {
 	return func(c *config) {
 		if f == nil {
 			c.fail("nil retry backoff")

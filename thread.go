@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/backoff"
 	"github.com/rmq-go/rmq/internal/rdb"
 	"github.com/rmq-go/rmq/internal/wait"
 )
@@ -201,7 +202,7 @@ func (t *thread) settle(hard context.Context, s *slotState) {
 				"topic", t.sub.topic.Name, "slot", s.lease.Slot(), "messages", len(s.pending), "err", err)
 			return
 		}
-		wait.Sleep(hard, redisBackoff(attempt))
+		wait.Sleep(hard, backoff.Redis.Delay(attempt))
 	}
 }
 
@@ -256,7 +257,7 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 	if err != nil {
 		c.counters.redisErrors.Add(1)
 		t.errs++
-		t.paused = now.Add(redisBackoff(t.errs))
+		t.paused = now.Add(backoff.Redis.Delay(t.errs))
 		if t.errs == 1 || t.errs%20 == 0 {
 			c.cfg.logger.Warn("rmq: pop failed; backing off", "topic", t.sub.topic.Name,
 				"slot", s.lease.Slot(), "failures", t.errs, "err", err)
@@ -300,13 +301,3 @@ func (t *thread) nextLook(res rdb.CycleResult, now time.Time) time.Time {
 // invalidLeaseRecheck is how often a slot whose lease is not valid right now
 // is looked at again (no Redis call is made for it).
 const invalidLeaseRecheck = 50 * time.Millisecond
-
-// redisBackoff is the pause after n consecutive Redis failures: 50ms doubling
-// to 5s.
-func redisBackoff(n int) time.Duration {
-	d := 50 * time.Millisecond
-	for i := 1; i < n && d < 5*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 5*time.Second)
-}

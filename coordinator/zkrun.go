@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rmq-go/rmq/internal/backoff"
 )
 
 // zkRun is one Run of the ZooKeeper coordinator: one worker's membership,
@@ -132,7 +134,7 @@ func (r *zkRun) run(ctx context.Context) error {
 		var wait time.Duration
 		if err != nil {
 			failures++
-			wait = min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)
+			wait = backoff.Redis.Delay(failures)
 			if failures == 1 || failures%10 == 0 {
 				r.log.Warn("rmq: zookeeper reconcile failed; retrying", "failures", failures, "err", err)
 			}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"time"
+
+	"github.com/rmq-go/rmq/internal/backoff"
 )
 
 // Retryable reports whether a command that failed with err may be sent again
@@ -55,14 +56,5 @@ func (s *Stream) MaxRetries() int { return s.opt.MaxRetries }
 // MinRetryBackoff doubled per retry, up to MaxRetryBackoff, with jitter in its
 // upper half so that retrying senders do not come back in step.
 func (s *Stream) RetryBackoff(n int) time.Duration {
-	lo, hi := s.opt.MinRetryBackoff, s.opt.MaxRetryBackoff
-	if lo <= 0 {
-		return 0
-	}
-	d := lo
-	for i := 0; i < n && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, max(hi, lo))
-	return d/2 + rand.N(d/2+1)
+	return backoff.Exponential{Base: s.opt.MinRetryBackoff, Max: s.opt.MaxRetryBackoff, Jitter: true}.Delay(n + 1)
 }
