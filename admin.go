@@ -13,10 +13,11 @@ type Stats struct {
 	Topic      string
 	Type       TopicType
 	SlotAmount int
-	// Store counts pending messages: waiting to be due or popped, including
-	// Retry ones waiting out a retry backoff.
+	// Store counts messages in the store sets: waiting to be due, or due and
+	// not yet popped.
 	Store int64
-	// Retry counts pending messages waiting out a retry backoff.
+	// Retry counts failed messages waiting out a retry backoff (the retry
+	// sets); they return to store when it is over.
 	Retry int64
 	// Prepare counts messages handed to a consumer and not yet settled.
 	Prepare int64
@@ -25,6 +26,9 @@ type Stats struct {
 	// Slots has the same counts per slot, indexed by slot.
 	Slots []SlotStats
 }
+
+// Pending counts the messages not yet delivered: Store plus Retry.
+func (s Stats) Pending() int64 { return s.Store + s.Retry }
 
 // SlotStats are the message counts of one slot.
 type SlotStats struct {
@@ -40,7 +44,7 @@ func (c *Client) Stats(ctx context.Context, topic string) (Stats, error) {
 	}
 	st := Stats{Topic: t.Name, Type: t.Type, SlotAmount: t.SlotAmount, Slots: make([]SlotStats, len(counts))}
 	for i, n := range counts {
-		ss := SlotStats{Slot: i, Store: n.Store + n.Retry, Retry: n.Retry, Prepare: n.Prepare, Dead: n.Dead}
+		ss := SlotStats{Slot: i, Store: n.Store, Retry: n.Retry, Prepare: n.Prepare, Dead: n.Dead}
 		st.Slots[i] = ss
 		st.Store += ss.Store
 		st.Retry += ss.Retry

@@ -4,11 +4,12 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/internal/backoff"
+	"github.com/rmq-go/rmq/internal/rdb"
 )
 
 // MaxRetries is how many times a failed message is retried before it goes to
 // the dead set: a message is delivered at most MaxRetries+1 times.
-const MaxRetries = 16
+const MaxRetries = rdb.MaxRetries
 
 // BackoffFunc returns how long a failed message waits before retry n
 // (1..MaxRetries). Zero or less retries at once.

@@ -77,16 +77,14 @@ func BenchmarkWakePublications(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*512), "ns/msg")
 }
 
-// BenchmarkNewMessage measures turning a popped member into a Message.
+// BenchmarkNewMessage measures turning a delivery into a Message.
 func BenchmarkNewMessage(b *testing.B) {
 	c := benchClient(b)
 	t := c.topics.get("t")
-	member := []byte(fmt.Sprintf("%064d", 7))
+	d := &rdb.Delivery{Member: []byte(fmt.Sprintf("%064d", 7)), RetriesLeft: rdb.MaxRetries, Priority: 100}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := newMessage(t, 3, member, "100", 1795300000123); err != nil {
-			b.Fatal(err)
-		}
+		_ = newMessage(t, 3, d, 1795300000123)
 	}
 }
 

@@ -12,8 +12,10 @@ type MessageListener interface {
 	// OnMessage handles m. Returning nil commits it; returning an error (or
 	// panicking) rolls it back for a retry, or to the dead set when no retries
 	// are left; returning ErrNotOwner (see Owned) hands it back unchanged, no
-	// retry spent. ctx is cancelled when the client stops hard or the slot is
-	// lost. m.Content must not be modified.
+	// retry spent. ctx carries a deadline at the consume timeout (after it the
+	// message may be delivered again; see WithConsumeTimeout), and is
+	// cancelled when consumption is abandoned (Shutdown or Close whose
+	// context ended) or the slot is lost. m.Content must not be modified.
 	OnMessage(ctx context.Context, m *Message) error
 }
 
@@ -57,14 +59,17 @@ type subscription struct {
 
 // Subscribe registers listener for topic; consumption begins at Start. The
 // topic must be defined (ErrUnknownTopic otherwise). Subscribe must come
-// before Start, once per topic.
+// before Start (ErrStarted after it, ErrClosed once consumption ended), once
+// per topic. Nil options are skipped.
 func (c *Client) Subscribe(topic string, listener MessageListener, opts ...SubscribeOption) error {
 	if listener == nil {
 		return fmt.Errorf("%w for topic %q", ErrNilListener, topic)
 	}
 	sc := subConfig{threads: 1}
 	for _, o := range opts {
-		o(&sc)
+		if o != nil {
+			o(&sc)
+		}
 	}
 	if len(sc.errs) > 0 {
 		return fmt.Errorf("subscribe %q: %w", topic, sc.errs[0])
@@ -78,7 +83,7 @@ func (c *Client) Subscribe(topic string, listener MessageListener, opts ...Subsc
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.state == stateClosed:
+	case c.state == stateStopped || c.state == stateClosed:
 		return ErrClosed
 	case c.state != stateNew:
 		return fmt.Errorf("%w: subscribe %q", ErrStarted, topic)

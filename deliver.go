@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -22,64 +21,52 @@ const flushEvery = 100 * time.Millisecond
 // its own when the batch runs long). A message not yet started when the
 // lease is revoked or lost, or when the batch has run for half the consume
 // timeout, is restored as it was: its original score, no retry spent.
-func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult, popped time.Time) {
+//
+// sent is when the cycle that popped the batch was sent: Redis wrote the
+// prepare entries after it, so no entry of the batch can time out before
+// sent + the consume timeout, which is the deadline of the listeners' ctx.
+func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult, sent time.Time) {
 	c := t.sub.c
-	deadline := popped.Add(c.cfg.consumeTimeout / 2)
-	popSecond := res.NowMs / 1000 * 1000
-	flushed := popped
-	for i, p := range res.Popped {
+	restoreAfter := sent.Add(c.cfg.consumeTimeout / 2)
+	ctx, cancel := context.WithDeadline(s.ctx, sent.Add(c.cfg.consumeTimeout))
+	defer cancel()
+	flushed := time.Now()
+	for i := range res.Deliveries {
+		d := &res.Deliveries[i]
 		if now := time.Now(); len(s.pending) > 0 && now.Sub(flushed) >= flushEvery {
 			_ = t.flush(hard, s) // on failure they go with the next cycle
 			flushed = now
 		}
-		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || time.Now().After(deadline) {
-			c.counters.restored.Add(int64(len(res.Popped) - i))
-			for _, q := range res.Popped[i:] {
-				s.pending = append(s.pending, rdb.Outcome{Member: q.Member,
-					PrepareScore: popSecond + retriesOf(q.Score), Action: rdb.ActionRestore, Arg: q.Score})
+		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || time.Now().After(restoreAfter) {
+			c.counters.restored.Add(int64(len(res.Deliveries) - i))
+			for j := range res.Deliveries[i:] {
+				s.pending = append(s.pending, res.Deliveries[i+j].Settle(rdb.Restore))
 			}
 			return
 		}
-		m, err := newMessage(t.sub.topic, s.lease.Slot(), p.Member, p.Score, res.NowMs)
-		if err != nil { // a score RMQ did not write; hand the message on anyway
-			c.cfg.logger.Error("rmq: unexpected score", "err", err)
-			m = &Message{Topic: t.sub.topic.Name, Slot: s.lease.Slot(), Content: p.Member, RetriesLeft: int(retriesOf(p.Score))}
-		}
-		o := rdb.Outcome{Member: p.Member, PrepareScore: popSecond + int64(m.RetriesLeft), Action: rdb.ActionCommit}
+		m := newMessage(t.sub.topic, s.lease.Slot(), d, res.NowMs)
 		c.counters.delivered.Add(1)
 		if m.Attempt > 1 {
 			c.counters.redelivered.Add(1)
 		}
-		err = t.call(s.ctx, m)
+		err := t.call(ctx, m)
+		action := rdb.Commit
 		switch {
 		case err == nil:
 			c.counters.committed.Add(1)
 		case errors.Is(err, ErrNotOwner):
 			// Not done, and not the message's fault: back as it was.
 			c.counters.notOwner.Add(1)
-			o.Action, o.Arg = rdb.ActionRestore, p.Score
+			action = rdb.Restore
 			c.cfg.logger.Info("rmq: listener gave the message back: slot no longer owned", "topic", m.Topic, "slot", m.Slot)
 		default:
 			c.counters.failed.Add(1)
-			o.Action, o.Arg = rdb.ActionRollback, "0"
-			if m.RetriesLeft > 0 {
-				retry := MaxRetries + 1 - m.RetriesLeft
-				o.Arg = strconv.FormatInt(c.cfg.backoff(retry).Milliseconds(), 10)
-			}
+			action = rdb.Rollback
 			c.cfg.logger.Warn("rmq: listener failed", "topic", m.Topic, "slot", m.Slot,
 				"attempt", m.Attempt, "retries_left", m.RetriesLeft, "err", err)
 		}
-		s.pending = append(s.pending, o)
+		s.pending = append(s.pending, d.Settle(action))
 	}
-}
-
-// retriesOf returns the retries left for a message popped with store score.
-func retriesOf(score string) int64 {
-	f, err := strconv.ParseFloat(score, 64)
-	if err != nil || f > MaxRetries {
-		return MaxRetries
-	}
-	return int64(f)
 }
 
 // call runs the listener on m, turning a panic into an error.

@@ -2,8 +2,9 @@ package rmq
 
 import (
 	"fmt"
-	"strconv"
 	"time"
+
+	"github.com/rmq-go/rmq/internal/rdb"
 )
 
 // MaxPriority is the highest priority a PriorityMessage may carry (scores are
@@ -132,22 +133,12 @@ func ceilMs(t time.Time) int64 {
 	return ms
 }
 
-// newMessage builds the Message for a popped member with store score score.
-func newMessage(t *topicInfo, slot int, member []byte, score string, nowMs int64) (*Message, error) {
-	s, err := strconv.ParseFloat(score, 64)
-	if err != nil {
-		return nil, fmt.Errorf("rmq: topic %q slot %d: bad score %q: %w", t.Name, slot, score, err)
+// newMessage builds the Message for a delivery popped at nowMs.
+func newMessage(t *topicInfo, slot int, d *rdb.Delivery, nowMs int64) *Message {
+	m := &Message{Topic: t.Name, Slot: slot, Content: d.Member, RetriesLeft: d.RetriesLeft,
+		Attempt: MaxRetries + 1 - d.RetriesLeft, Priority: d.Priority, Delivered: time.UnixMilli(nowMs)}
+	if d.DueMs > 0 {
+		m.Due = time.UnixMilli(d.DueMs)
 	}
-	m := &Message{Topic: t.Name, Slot: slot, Content: member, RetriesLeft: MaxRetries,
-		Attempt: 1, Delivered: time.UnixMilli(nowMs)}
-	switch {
-	case s <= MaxRetries:
-		m.RetriesLeft = int(s)
-		m.Attempt = MaxRetries + 1 - int(s)
-	case t.Type == Priority:
-		m.Priority = int64(s)
-	default:
-		m.Due = time.UnixMilli(int64(s))
-	}
-	return m, nil
+	return m
 }

@@ -22,10 +22,7 @@ package rmq
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -42,7 +39,7 @@ type Client struct {
 	broker   rdb.Broker
 	topics   topicCache
 	producer *Producer
-	waits    string // the retry backoff in ms for retries 1..16, for the cycle script
+	waits    rdb.RetryWaits
 	counters counters
 
 	mu     sync.Mutex
@@ -52,26 +49,20 @@ type Client struct {
 	stop   context.CancelFunc // ends consumption gracefully
 	done   chan struct{}      // closed when Start returns
 
-	hard       context.Context // ends listeners' contexts and Redis calls: a hard stop
+	hard       context.Context // ends listeners' contexts and consumers' Redis calls
 	hardCancel context.CancelFunc
+	consumers  callGate       // consumers' Redis calls; shut when consumption is abandoned
+	background sync.WaitGroup // the wake-up listener
 }
 
-type clientState int
-
-const (
-	stateNew clientState = iota
-	stateStarted
-	stateClosed
-)
-
-// New returns a client on rdb, which may be a single node, Sentinel or
-// Cluster client (redis.NewUniversalClient). The caller owns rdb and closes
-// it after Close. On a single node, Send also opens one connection of the
+// New returns a client on client, which may be a single node, Sentinel or
+// Cluster client (redis.NewUniversalClient). The caller owns it and closes it
+// after Close. On a single node, Send also opens one connection of the
 // client's own with rdb's options (see WithSendStream), which Close closes.
 // Options are validated here; a bad one fails with ErrInvalidOption or
 // ErrInvalidNamespace.
-func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
-	if rdb == nil {
+func New(client redis.UniversalClient, opts ...Option) (*Client, error) {
+	if client == nil {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
 	}
 	cfg := defaultConfig()
@@ -86,7 +77,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if cfg.coordinator == nil {
 		cfg.coordinator = coordinator.NewLocal()
 	}
-	return newClient(rdb, cfg), nil
+	return newClient(client, cfg), nil
 }
 
 func newClient(r redis.UniversalClient, cfg config) *Client {
@@ -98,11 +89,7 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 		q.stream = rdb.NewStream(r)
 	}
 	c.producer = &Producer{c: c, queue: q}
-	waits := make([]string, MaxRetries)
-	for i := range waits {
-		waits[i] = strconv.FormatInt(max(cfg.backoff(i+1).Milliseconds(), 0), 10)
-	}
-	c.waits = strings.Join(waits, ",")
+	c.waits = rdb.NewRetryWaits(cfg.backoff)
 	return c
 }
 
@@ -117,96 +104,6 @@ func (c *Client) checkOpen() error {
 		return ErrClosed
 	}
 	return nil
-}
-
-// Start consumes the subscribed topics until ctx ends or Close is called,
-// then shuts down gracefully and returns. It returns the first fatal error
-// (a coordinator that cannot go on), or nil after a clean stop.
-//
-// Shutdown order: (1) the coordinator revokes every slot; (2) each thread
-// stops popping, returns popped messages it had not started to store
-// unchanged, lets the listener in hand finish, settles outcomes, and releases
-// its slots; (3) the coordinator leaves the group; (4) the wake-up listener
-// stops. Close bounds the wait for (2) with its context.
-func (c *Client) Start(ctx context.Context) error {
-	c.mu.Lock()
-	switch c.state {
-	case stateClosed:
-		c.mu.Unlock()
-		return ErrClosed
-	case stateStarted:
-		c.mu.Unlock()
-		return ErrStarted
-	}
-	c.state = stateStarted
-	runCtx, stop := context.WithCancel(ctx)
-	c.stop, c.done = stop, make(chan struct{})
-	subs := c.subs
-	c.mu.Unlock()
-	defer close(c.done)
-	defer stop()
-
-	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout}
-	quit := make(chan struct{})
-	var threads sync.WaitGroup
-	for _, s := range subs {
-		member.Topics = append(member.Topics, coordinator.TopicThreads{
-			Topic: s.topic.Name, SlotAmount: s.topic.SlotAmount, Threads: len(s.threads),
-			Definition: encodeTopic(s.topic.Topic)})
-		for _, t := range s.threads {
-			threads.Go(func() { t.run(c.hard, quit) })
-		}
-	}
-	wakeCtx, stopWake := context.WithCancel(c.hard)
-	var wake sync.WaitGroup
-	wake.Go(func() { newWakeListener(c, subs).run(wakeCtx) })
-
-	err := c.cfg.coordinator.Run(runCtx, member, leaseRouter(subs))
-	close(quit)
-	threads.Wait()
-	stopWake()
-	wake.Wait()
-
-	c.mu.Lock()
-	c.state = stateClosed
-	c.closed.Store(true)
-	c.mu.Unlock()
-	if errors.Is(err, coordinator.ErrTopicConflict) {
-		return fmt.Errorf("%w: %v", ErrTopicConflict, err)
-	}
-	if err != nil {
-		return fmt.Errorf("rmq: coordinator: %w", err)
-	}
-	return nil
-}
-
-// Close stops the client gracefully: consumers stop popping, in-flight
-// listeners finish and their outcomes are settled, popped messages not yet
-// started return to store unchanged. If ctx ends first, listeners' contexts
-// are cancelled and Close returns ctx.Err(). Sends in flight get their
-// replies (within ctx); Sends after Close fail with ErrClosed. Close closes
-// the client's own send connection (see WithSendStream), not the Redis
-// client.
-func (c *Client) Close(ctx context.Context) error {
-	c.mu.Lock()
-	state, stop, done := c.state, c.stop, c.done
-	c.state = stateClosed
-	c.closed.Store(true)
-	c.mu.Unlock()
-	defer c.producer.queue.closeStream(ctx)
-	if state != stateStarted {
-		c.hardCancel()
-		return nil
-	}
-	stop()
-	select {
-	case <-done:
-		c.hardCancel()
-		return nil
-	case <-ctx.Done():
-		c.hardCancel()
-		return ctx.Err()
-	}
 }
 
 // leaseRouter passes the coordinator's leases to the subscriptions' threads.

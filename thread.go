@@ -181,7 +181,7 @@ func (t *thread) flush(hard context.Context, s *slotState) error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	_, err := t.sub.c.broker.Cycle(hard, s.keys, t.request(s, 0))
+	_, err := t.cycle(hard, s, t.request(s, 0))
 	if err == nil {
 		s.pending = s.pending[:0]
 	}
@@ -206,6 +206,17 @@ func (t *thread) settle(hard context.Context, s *slotState) {
 	}
 }
 
+// cycle runs one cycle script call on s, unless consumption was abandoned
+// (see Client.Shutdown): then it fails with ErrClosed without touching Redis.
+func (t *thread) cycle(hard context.Context, s *slotState, req *rdb.CycleRequest) (rdb.CycleResult, error) {
+	g := &t.sub.c.consumers
+	if !g.enter() {
+		return rdb.CycleResult{}, ErrClosed
+	}
+	defer g.leave()
+	return t.sub.c.broker.Cycle(hard, s.keys, req)
+}
+
 // pick returns the next slot to serve (round-robin among those due), or how
 // long to wait until one is.
 func (t *thread) pick(now time.Time) (*slotState, time.Duration) {
@@ -228,13 +239,13 @@ func (t *thread) pick(now time.Time) (*slotState, time.Duration) {
 func (t *thread) request(s *slotState, max int) *rdb.CycleRequest {
 	c := t.sub.c
 	return &rdb.CycleRequest{
-		Priority:   t.sub.topic.Type == Priority,
-		KeepFirst:  t.sub.topic.Type == RangeMerge,
-		Max:        max,
-		TimeoutSec: int64(c.cfg.consumeTimeout / time.Second),
-		Token:      s.lease.Token(),
-		Waits:      c.waits,
-		Outcomes:   s.pending,
+		Priority:  t.sub.topic.Type == Priority,
+		KeepFirst: t.sub.topic.Type == RangeMerge,
+		Max:       max,
+		Timeout:   c.cfg.consumeTimeout,
+		Token:     s.lease.Token(),
+		Waits:     c.waits,
+		Outcomes:  s.pending,
 	}
 }
 
@@ -252,7 +263,8 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		return
 	}
 	c := t.sub.c
-	res, err := c.broker.Cycle(hard, s.keys, t.request(s, t.sub.batchSize()))
+	sent := time.Now()
+	res, err := t.cycle(hard, s, t.request(s, t.sub.batchSize()))
 	now := time.Now()
 	if err != nil {
 		c.counters.redisErrors.Add(1)
@@ -277,11 +289,11 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		t.release(hard, s)
 		return
 	}
-	if len(res.Popped) == 0 {
+	if len(res.Deliveries) == 0 {
 		s.next = t.nextLook(res, now)
 		return
 	}
-	t.deliver(hard, s, res, now)
+	t.deliver(hard, s, res, sent)
 	s.next = time.Time{} // look again at once: more may be due, and the outcomes go along
 }
 

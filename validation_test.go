@@ -2,7 +2,6 @@ package rmq_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -71,35 +70,6 @@ func TestDefineTopic(t *testing.T) {
 	})
 }
 
-func TestNewRejectsBadOptions(t *testing.T) {
-	b := testenv.Mini(t)
-	cases := []struct {
-		name string
-		opt  rmq.Option
-		want error
-	}{
-		{"namespace empty", rmq.WithNamespace(""), rmq.ErrInvalidNamespace},
-		{"namespace brace", rmq.WithNamespace("a}"), rmq.ErrInvalidNamespace},
-		{"timeout short", rmq.WithConsumeTimeout(500 * time.Millisecond), rmq.ErrInvalidOption},
-		{"nil backoff", rmq.WithRetryBackoff(nil), rmq.ErrInvalidOption},
-		{"nil logger", rmq.WithLogger(nil), rmq.ErrInvalidOption},
-		{"nil coordinator", rmq.WithCoordinator(nil), rmq.ErrInvalidOption},
-		{"batch zero", rmq.WithBatchSize(0), rmq.ErrInvalidOption},
-		{"batch huge", rmq.WithBatchSize(5000), rmq.ErrInvalidOption},
-		{"idle poll", rmq.WithIdlePoll(time.Millisecond), rmq.ErrInvalidOption},
-		{"max content", rmq.WithMaxContentSize(0), rmq.ErrInvalidOption},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := rmq.New(b.Redis, tc.opt)
-			assert.ErrorIs(t, err, tc.want)
-			assert.Nil(t, c)
-		})
-	}
-	_, err := rmq.New(nil)
-	assert.ErrorIs(t, err, rmq.ErrInvalidOption)
-}
-
 // keyCount counts the keys of the client's namespace.
 func keyCount(t *testing.T, b testenv.Backend, ns string) int {
 	t.Helper()
@@ -156,33 +126,4 @@ func TestSendRejectsBadInputAndStoresNothing(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestSubscribeRejectsBadInput(t *testing.T) {
-	b := testenv.Mini(t)
-	c := newClient(t, b)
-	define(t, c, "t", 4, rmq.Priority)
-	l := rmq.ListenerFunc(func(context.Context, *rmq.Message) error { return nil })
-	assert.ErrorIs(t, c.Subscribe("t", nil), rmq.ErrNilListener)
-	assert.ErrorIs(t, c.Subscribe("nope", l), rmq.ErrUnknownTopic)
-	assert.ErrorIs(t, c.Subscribe("t", l, rmq.WithThreads(0)), rmq.ErrInvalidOption)
-	require.NoError(t, c.Subscribe("t", l, rmq.WithThreads(2)))
-	assert.ErrorIs(t, c.Subscribe("t", l), rmq.ErrAlreadySubscribed)
-	define(t, c, "u", 4, rmq.Priority)
-	run(t, c)
-	eventually(t, time.Second, "Subscribe after Start fails", func() bool {
-		return errors.Is(c.Subscribe("u", l), rmq.ErrStarted)
-	})
-	assert.ErrorIs(t, c.Start(context.Background()), rmq.ErrStarted)
-}
-
-func TestClosedClientRefusesWork(t *testing.T) {
-	b := testenv.Mini(t)
-	ctx := context.Background()
-	c := newClient(t, b)
-	define(t, c, "t", 4, rmq.Priority)
-	require.NoError(t, c.Close(ctx))
-	require.NoError(t, c.Close(ctx), "Close is idempotent")
-	assert.ErrorIs(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("x"), Priority: 20}), rmq.ErrClosed)
-	assert.ErrorIs(t, c.Start(ctx), rmq.ErrClosed)
 }

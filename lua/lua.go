@@ -1,28 +1,26 @@
-// Package lua holds the Redis scripts of RMQ, one per file, each opening with
-// its KEYS, ARGV and return value. Scripts run through redis.Script, which
-// sends EVALSHA and falls back to EVAL when the server lacks the script.
+// Package lua holds the source of RMQ's Redis scripts, one per file, each
+// opening with its KEYS, ARGV and return value. Only package internal/rdb
+// runs them: it wraps each source once and owns the argument protocol, so
+// nothing here is a public API beyond the text of the scripts.
 package lua
 
-import (
-	_ "embed"
-
-	"github.com/redis/go-redis/v9"
-)
+import _ "embed"
 
 var (
 	//go:embed cycle.lua
-	cycleSource string
+	cycle string
 	//go:embed cancel.lua
-	cancelSource string
+	cancel string
 	//go:embed requeue.lua
-	requeueSource string
+	requeue string
 )
 
-var (
-	// Cycle settles outcomes, reclaims timed-out and retry-due messages, and pops a batch.
-	Cycle = redis.NewScript(cycleSource)
-	// Cancel removes a pending message from store and retry.
-	Cancel = redis.NewScript(cancelSource)
-	// Requeue moves dead messages back to store with fresh retries.
-	Requeue = redis.NewScript(requeueSource)
-)
+// Cycle returns the source of cycle.lua: settle outcomes, check the fencing
+// token, reclaim timed-out deliveries, promote due retries, pop a batch.
+func Cycle() string { return cycle }
+
+// Cancel returns the source of cancel.lua: remove a pending message.
+func Cancel() string { return cancel }
+
+// Requeue returns the source of requeue.lua: move dead messages back to store.
+func Requeue() string { return requeue }

@@ -68,8 +68,8 @@ func setupStats(fs *flag.FlagSet) runFunc {
 func printStats(p *printer, namespace string, st rmq.Stats, all bool) {
 	p.printf("topic %s (namespace %s, %d slots)\n", st.Topic, namespace, len(st.Slots))
 	p.table(nil, [][]string{
-		{"store", itoa(st.Store), "pending: waiting to be due, or to retry"},
-		{"retry", itoa(st.Retry), "of those, waiting out a retry backoff"},
+		{"store", itoa(st.Store), "waiting to be due, or due and not yet popped"},
+		{"retry", itoa(st.Retry), "failed, waiting out a retry backoff"},
 		{"prepare", itoa(st.Prepare), "handed to a consumer, not yet settled"},
 		{"dead", itoa(st.Dead), "out of retries"},
 	})

@@ -4,12 +4,11 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rmq-go/rmq/lua"
 )
 
 // Cancel implements Broker.
 func (b *redisBroker) Cancel(ctx context.Context, keys SlotKeys, member []byte) (bool, error) {
-	n, err := lua.Cancel.Run(ctx, b.rdb, []string{keys.Store, keys.Retry}, member).Int64()
+	n, err := cancelScript.Run(ctx, b.rdb, []string{keys.Store, keys.Retry}, member).Int64()
 	return n > 0, err
 }
 
@@ -51,7 +50,7 @@ func (b *redisBroker) Requeue(ctx context.Context, keys SlotKeys, limit int, mem
 	for _, m := range members {
 		args = append(args, m)
 	}
-	return lua.Requeue.Run(ctx, b.rdb, []string{keys.Dead, keys.Store}, args...).Int64()
+	return requeueScript.Run(ctx, b.rdb, []string{keys.Dead, keys.Store}, args...).Int64()
 }
 
 // Purge implements Broker.

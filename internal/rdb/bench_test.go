@@ -18,7 +18,7 @@ func BenchmarkParseCycle(b *testing.B) {
 	raw := popReply(128)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := parseCycle(raw); err != nil {
+		if _, err := parseCycle(raw, true); err != nil {
 			b.Fatal(err)
 		}
 	}

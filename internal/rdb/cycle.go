@@ -3,51 +3,97 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
-
-	"github.com/rmq-go/rmq/lua"
+	"strings"
+	"time"
 )
 
-// Actions of an Outcome.
+// MaxRetries is how often a failed message is retried before it goes to the
+// dead set. Store scores 0..MaxRetries mean "retries left, due now", which is
+// why priorities start above it.
+const MaxRetries = 16
+
+// Action says how a delivered message is settled.
+type Action uint8
+
+// The actions. The consumer decides which; how each is written to Redis is
+// this package's business.
 const (
-	ActionCommit   = 'c' // the listener succeeded: drop the prepare entry
-	ActionRollback = 'r' // the listener failed: retry after Arg ms, or dead
-	ActionRestore  = 's' // never handed to a listener: back to store with score Arg
+	// Commit drops the delivery: the listener succeeded.
+	Commit Action = iota + 1
+	// Rollback spends a retry: the message waits out the retry backoff (see
+	// RetryWaits), or goes to the dead set when none is left.
+	Rollback
+	// Restore puts a message never handed to a listener back as it was: its
+	// original store score, no retry spent.
+	Restore
 )
 
-// Outcome settles one delivered message.
+// Delivery is one message a cycle moved from store to prepare, with what
+// settling it needs.
+type Delivery struct {
+	Member []byte
+	// RetriesLeft is MaxRetries on a first delivery, 0 on the last.
+	RetriesLeft int
+	// Priority is the priority of a first delivery on a Priority topic (else 0).
+	Priority int64
+	// DueMs is when a first delivery on a time topic became due, Unix ms (else 0).
+	DueMs int64
+
+	prepare int64  // the prepare score the pop wrote
+	score   string // the store score it had, exactly as Redis printed it
+}
+
+// Settle returns the outcome that settles d with a.
+func (d *Delivery) Settle(a Action) Outcome {
+	return Outcome{member: d.Member, prepare: d.prepare, action: a, score: d.score}
+}
+
+// Outcome settles one delivery with the next cycle of its slot (see
+// Delivery.Settle).
 type Outcome struct {
-	Member       []byte
-	PrepareScore int64 // the prepare score written by the pop
-	Action       byte
-	Arg          string // rollback: wait in ms; restore: the original store score
+	member  []byte
+	prepare int64
+	action  Action
+	score   string
+}
+
+// Action returns how the outcome settles its delivery.
+func (o Outcome) Action() Action { return o.action }
+
+// RetryWaits is the retry backoff in the form the cycle script reads: the
+// waits before retries 1..MaxRetries. Build it once per client.
+type RetryWaits string
+
+// NewRetryWaits encodes wait(1..MaxRetries); negative waits count as none.
+func NewRetryWaits(wait func(retry int) time.Duration) RetryWaits {
+	ms := make([]string, MaxRetries)
+	for i := range ms {
+		ms[i] = strconv.FormatInt(max(wait(i+1).Milliseconds(), 0), 10)
+	}
+	return RetryWaits(strings.Join(ms, ","))
 }
 
 // CycleRequest is one call of the cycle script.
 type CycleRequest struct {
-	Priority   bool   // pop highest score first (else due scores, lowest first)
-	KeepFirst  bool   // a restore keeps the lower score (RangeMerge)
-	Max        int    // messages to pop; 0 only settles
-	TimeoutSec int64  // consume timeout in seconds
-	Token      int64  // fencing token; 0 = unfenced
-	Waits      string // comma-separated waits in ms before retry 1..16
-	Outcomes   []Outcome
-}
-
-// Popped is one message moved from store to prepare.
-type Popped struct {
-	Member []byte
-	Score  string // the store score it had, exactly as Redis printed it
+	Priority  bool          // pop highest score first (else due scores, lowest first)
+	KeepFirst bool          // a restore keeps the lower score (RangeMerge)
+	Max       int           // messages to pop; 0 only settles
+	Timeout   time.Duration // consume timeout, whole seconds
+	Token     int64         // fencing token; 0 = unfenced
+	Waits     RetryWaits    // the retry backoff
+	Outcomes  []Outcome
 }
 
 // CycleResult is what one cycle returned.
 type CycleResult struct {
-	NowUs      int64 // Redis time when the script ran, in µs
+	NowUs      int64 // Redis time when the script ran, in µs (0: the slot was empty)
 	NowMs      int64 // the same in ms
 	NextMs     int64 // when the slot next needs a look; -1 never
 	Refused    bool  // a higher fencing token owns the slot; nothing popped
 	OwnerToken int64 // that token, when Refused
-	Popped     []Popped
+	Deliveries []Delivery
 }
 
 // Cycle implements Broker.
@@ -60,19 +106,32 @@ func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleReques
 		merge = "m"
 	}
 	args := make([]any, 0, 7+3*len(req.Outcomes))
-	args = append(args, order, merge, req.Max, req.TimeoutSec, req.Token, req.Waits, len(req.Outcomes))
+	args = append(args, order, merge, req.Max, int64(req.Timeout/time.Second), req.Token, string(req.Waits),
+		len(req.Outcomes))
 	for _, o := range req.Outcomes {
-		args = append(args, o.Member, o.PrepareScore, string(o.Action)+o.Arg)
+		args = append(args, o.member, o.prepare, actionArg(o))
 	}
-	raw, err := lua.Cycle.Run(ctx, b.rdb, []string{keys.Store, keys.Prepare, keys.Retry, keys.Dead, keys.Owner}, args...).Slice()
+	raw, err := cycleScript.Run(ctx, b.rdb, []string{keys.Store, keys.Prepare, keys.Retry, keys.Dead, keys.Owner}, args...).Slice()
 	if err != nil {
 		return CycleResult{}, err
 	}
-	return parseCycle(raw)
+	return parseCycle(raw, req.Priority)
+}
+
+// actionArg encodes an outcome's action for cycle.lua.
+func actionArg(o Outcome) string {
+	switch o.action {
+	case Commit:
+		return "c"
+	case Rollback:
+		return "r"
+	default:
+		return "s" + o.score
+	}
 }
 
 // parseCycle decodes the cycle script's reply.
-func parseCycle(raw []any) (CycleResult, error) {
+func parseCycle(raw []any, priority bool) (CycleResult, error) {
 	if len(raw) < 2 {
 		return CycleResult{}, fmt.Errorf("rmq: cycle script returned %d elements", len(raw))
 	}
@@ -93,14 +152,40 @@ func parseCycle(raw []any) (CycleResult, error) {
 	if (len(raw)-2)%2 != 0 {
 		return CycleResult{}, fmt.Errorf("rmq: cycle script returned an odd list of %d", len(raw))
 	}
-	res.Popped = make([]Popped, 0, (len(raw)-2)/2)
+	popSecond := now / 1e6 * 1000
+	res.Deliveries = make([]Delivery, 0, (len(raw)-2)/2)
 	for i := 2; i < len(raw); i += 2 {
 		m, ok1 := raw[i].(string)
 		s, ok2 := raw[i+1].(string)
 		if !ok1 || !ok2 {
 			return CycleResult{}, fmt.Errorf("rmq: cycle script returned %T, %T", raw[i], raw[i+1])
 		}
-		res.Popped = append(res.Popped, Popped{Member: []byte(m), Score: s})
+		d, err := newDelivery([]byte(m), s, popSecond, priority)
+		if err != nil {
+			return CycleResult{}, err
+		}
+		res.Deliveries = append(res.Deliveries, d)
 	}
 	return res, nil
+}
+
+// newDelivery decodes a popped member's store score the way cycle.lua wrote
+// its prepare entry: retries left are the score while it is at most
+// MaxRetries, else MaxRetries (a first delivery).
+func newDelivery(member []byte, score string, popSecond int64, priority bool) (Delivery, error) {
+	f, err := strconv.ParseFloat(score, 64)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("rmq: cycle script popped %q with score %q: %w", member, score, err)
+	}
+	d := Delivery{Member: member, RetriesLeft: MaxRetries, score: score}
+	switch {
+	case f <= MaxRetries:
+		d.RetriesLeft = int(math.Floor(f))
+	case priority:
+		d.Priority = int64(f)
+	default:
+		d.DueMs = int64(f)
+	}
+	d.prepare = popSecond + int64(d.RetriesLeft)
+	return d, nil
 }

@@ -2,7 +2,6 @@ package rdb
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -52,26 +51,46 @@ func (f *fixture) card(key string) int64 {
 // cycle runs the script with defaults (time order, 30 s timeout, no waits).
 func (f *fixture) cycle(req CycleRequest) CycleResult {
 	f.t.Helper()
-	if req.TimeoutSec == 0 {
-		req.TimeoutSec = 30
+	if req.Timeout == 0 {
+		req.Timeout = 30 * time.Second
 	}
 	if req.Waits == "" {
-		req.Waits = "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"
+		req.Waits = noWaits
 	}
 	res, err := f.br.Cycle(f.ctx, f.keys, &req)
 	require.NoError(f.t, err)
 	return res
 }
 
-func members(ps []Popped) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = string(p.Member)
+// noWaits retries at once.
+var noWaits = NewRetryWaits(func(int) time.Duration { return 0 })
+
+// firstWaits waits d before retry 1 and nothing before the others.
+func firstWaits(d time.Duration) RetryWaits {
+	return NewRetryWaits(func(retry int) time.Duration {
+		if retry == 1 {
+			return d
+		}
+		return 0
+	})
+}
+
+func members(ds []Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = string(d.Member)
 	}
 	return out
 }
 
-func prepScore(res CycleResult, left int64) int64 { return res.NowMs/1000*1000 + left }
+// settle returns the outcomes settling every delivery of res with a.
+func settle(res CycleResult, a Action) []Outcome {
+	var out []Outcome
+	for i := range res.Deliveries {
+		out = append(out, res.Deliveries[i].Settle(a))
+	}
+	return out
+}
 
 func nowMs() float64 { return float64(time.Now().UnixMilli()) }
 
@@ -84,18 +103,19 @@ func TestCyclePopsDueTimeMessagesOldestFirst(t *testing.T) {
 		f.zadd(f.keys.Store, now+5_000, "later")
 		f.zadd(f.keys.Store, 3, "retried") // retries left 3: due at once, sorts first
 		res := f.cycle(CycleRequest{Max: 10})
-		assert.Equal(t, []string{"retried", "a", "b"}, members(res.Popped))
-		assert.Equal(t, "3", res.Popped[0].Score)
+		assert.Equal(t, []string{"retried", "a", "b"}, members(res.Deliveries))
+		assert.Equal(t, 3, res.Deliveries[0].RetriesLeft)
+		assert.Equal(t, MaxRetries, res.Deliveries[1].RetriesLeft)
+		assert.Equal(t, int64(now-200), res.Deliveries[1].DueMs)
+		assert.Zero(t, res.Deliveries[0].DueMs, "a retry's due time is gone")
 		assert.InDelta(t, now+5_000, float64(res.NextMs), 1, "next is the future store head")
-		// In prepare with pop second*1000 + retries left (16 for fresh ones).
-		for _, p := range res.Popped {
-			left := int64(16)
-			if p.Score == "3" {
-				left = 3
-			}
-			s, ok := f.score(f.keys.Prepare, string(p.Member))
+		// In prepare with pop second*1000 + retries left (16 for fresh ones),
+		// exactly as the delivery computed it.
+		for _, d := range res.Deliveries {
+			s, ok := f.score(f.keys.Prepare, string(d.Member))
 			require.True(t, ok)
-			assert.Equal(t, float64(prepScore(res, left)), s)
+			assert.Equal(t, float64(res.NowMs/1000*1000+int64(d.RetriesLeft)), s)
+			assert.Equal(t, float64(d.prepare), s)
 		}
 		assert.Equal(t, int64(1), f.card(f.keys.Store))
 	})
@@ -109,10 +129,10 @@ func TestCyclePopsPriorityHighestFirst(t *testing.T) {
 		f.zadd(f.keys.Store, 100, "mid")
 		f.zadd(f.keys.Store, 5, "retried")
 		res := f.cycle(CycleRequest{Priority: true, Max: 2})
-		assert.Equal(t, []string{"high", "mid"}, members(res.Popped))
+		assert.Equal(t, []string{"high", "mid"}, members(res.Deliveries))
 		assert.Equal(t, res.NowMs, res.NextMs, "a full batch asks to come back at once")
 		res = f.cycle(CycleRequest{Priority: true, Max: 10})
-		assert.Equal(t, []string{"low", "retried"}, members(res.Popped), "retried messages rank below every priority")
+		assert.Equal(t, []string{"low", "retried"}, members(res.Deliveries), "retried messages rank below every priority")
 	})
 }
 
@@ -121,17 +141,18 @@ func TestCycleCommitOnlyRemovesTheEntryItPopped(t *testing.T) {
 		f := newFixture(t, b)
 		f.zadd(f.keys.Store, 50, "m")
 		first := f.cycle(CycleRequest{Priority: true, Max: 1})
-		require.Len(t, first.Popped, 1)
+		require.Len(t, first.Deliveries, 1)
 		// The entry times out and is popped again: prepare now holds a later delivery.
 		later := first.NowMs/1000*1000 - 40_000 + 15
 		require.NoError(t, b.Redis.ZAdd(f.ctx, f.keys.Prepare, redis.Z{Score: float64(later), Member: "m"}).Err())
 		// A late commit of the first delivery must not remove it.
-		f.cycle(CycleRequest{Priority: true, Outcomes: []Outcome{{Member: []byte("m"), PrepareScore: prepScore(first, 16), Action: ActionCommit}}})
+		f.cycle(CycleRequest{Priority: true, Outcomes: settle(first, Commit)})
 		s, ok := f.score(f.keys.Prepare, "m")
 		require.True(t, ok, "late commit removed a later delivery")
 		assert.Equal(t, float64(later), s)
 		// The right commit does.
-		f.cycle(CycleRequest{Priority: true, Outcomes: []Outcome{{Member: []byte("m"), PrepareScore: later, Action: ActionCommit}}})
+		redelivered := Delivery{Member: []byte("m"), prepare: later}
+		f.cycle(CycleRequest{Priority: true, Outcomes: []Outcome{redelivered.Settle(Commit)}})
 		_, ok = f.score(f.keys.Prepare, "m")
 		assert.False(t, ok)
 	})
@@ -143,17 +164,18 @@ func TestCycleRollbackSpendsARetry(t *testing.T) {
 		f.zadd(f.keys.Store, nowMs()-5, "m")
 		for left := int64(16); left >= 1; left-- {
 			res := f.cycle(CycleRequest{Max: 1})
-			require.Len(t, res.Popped, 1, "delivery with %d retries left", left)
-			f.cycle(CycleRequest{Outcomes: []Outcome{{Member: []byte("m"), PrepareScore: prepScore(res, left), Action: ActionRollback, Arg: "0"}}})
+			require.Len(t, res.Deliveries, 1, "delivery with %d retries left", left)
+			require.Equal(t, int(left), res.Deliveries[0].RetriesLeft)
+			f.cycle(CycleRequest{Outcomes: settle(res, Rollback)})
 			s, ok := f.score(f.keys.Store, "m")
 			require.True(t, ok)
 			assert.Equal(t, float64(left-1), s)
 		}
 		// The 17th delivery fails too: dead.
 		res := f.cycle(CycleRequest{Max: 1})
-		require.Len(t, res.Popped, 1)
-		assert.Equal(t, "0", res.Popped[0].Score)
-		f.cycle(CycleRequest{Outcomes: []Outcome{{Member: []byte("m"), PrepareScore: prepScore(res, 0), Action: ActionRollback, Arg: "0"}}})
+		require.Len(t, res.Deliveries, 1)
+		assert.Equal(t, 0, res.Deliveries[0].RetriesLeft)
+		f.cycle(CycleRequest{Outcomes: settle(res, Rollback)})
 		assert.Equal(t, int64(0), f.card(f.keys.Store))
 		assert.Equal(t, int64(0), f.card(f.keys.Prepare))
 		d, ok := f.score(f.keys.Dead, "m")
@@ -168,18 +190,18 @@ func TestCycleRollbackWithWaitGoesToRetryThenStore(t *testing.T) {
 		f.zadd(f.keys.Store, 40, "m")
 		f.zadd(f.keys.Store, 30, "other")
 		res := f.cycle(CycleRequest{Priority: true, Max: 1})
-		require.Equal(t, []string{"m"}, members(res.Popped))
-		f.cycle(CycleRequest{Priority: true, Outcomes: []Outcome{{Member: []byte("m"), PrepareScore: prepScore(res, 16), Action: ActionRollback, Arg: "400"}}})
+		require.Equal(t, []string{"m"}, members(res.Deliveries))
+		f.cycle(CycleRequest{Priority: true, Waits: firstWaits(400 * time.Millisecond), Outcomes: settle(res, Rollback)})
 		s, ok := f.score(f.keys.Retry, "m")
 		require.True(t, ok)
 		assert.Equal(t, int64(15), int64(s)%32, "retries left ride in the low bits")
 		assert.InDelta(t, float64(res.NowMs+400), float64(int64(s)/32), 1_000)
 		// While m waits, the slot serves the other message, and says when m is due.
 		res = f.cycle(CycleRequest{Priority: true, Max: 5})
-		assert.Equal(t, []string{"other"}, members(res.Popped))
-		f.cycle(CycleRequest{Priority: true, Outcomes: []Outcome{{Member: []byte("other"), PrepareScore: prepScore(res, 16), Action: ActionCommit}}})
+		assert.Equal(t, []string{"other"}, members(res.Deliveries))
+		f.cycle(CycleRequest{Priority: true, Outcomes: settle(res, Commit)})
 		res = f.cycle(CycleRequest{Priority: true, Max: 5})
-		assert.Empty(t, res.Popped)
+		assert.Empty(t, res.Deliveries)
 		assert.InDelta(t, float64(int64(s)/32), float64(res.NextMs), 1)
 		// Once the wait is over it is popped with 15 retries left.
 		if b.Mini != nil {
@@ -188,8 +210,9 @@ func TestCycleRollbackWithWaitGoesToRetryThenStore(t *testing.T) {
 			time.Sleep(time.Duration(int64(s)/32-res.NowMs+5) * time.Millisecond)
 		}
 		res = f.cycle(CycleRequest{Priority: true, Max: 5})
-		assert.Equal(t, []string{"m"}, members(res.Popped))
-		assert.Equal(t, "15", res.Popped[0].Score)
+		assert.Equal(t, []string{"m"}, members(res.Deliveries))
+		assert.Equal(t, 15, res.Deliveries[0].RetriesLeft)
+		assert.Zero(t, res.Deliveries[0].Priority, "a retry's priority is gone")
 	})
 }
 
@@ -199,11 +222,11 @@ func TestCycleRollbackMergesIntoNewerCopy(t *testing.T) {
 		due := nowMs() - 10
 		f.zadd(f.keys.Store, due, "m")
 		res := f.cycle(CycleRequest{Max: 1})
-		require.Len(t, res.Popped, 1)
+		require.Len(t, res.Deliveries, 1)
 		// A newer copy is sent for a later time while the first is in prepare.
 		future := nowMs() + 3_600_000
 		f.zadd(f.keys.Store, future, "m")
-		f.cycle(CycleRequest{Outcomes: []Outcome{{Member: []byte("m"), PrepareScore: prepScore(res, 16), Action: ActionRollback, Arg: "5000"}}})
+		f.cycle(CycleRequest{Waits: firstWaits(5 * time.Second), Outcomes: settle(res, Rollback)})
 		s, ok := f.score(f.keys.Store, "m")
 		require.True(t, ok)
 		assert.Equal(t, future, s, "the newer copy keeps its time; the failure merged into it")
@@ -217,23 +240,20 @@ func TestCycleSameContentInPrepareIsHeldBack(t *testing.T) {
 		f := newFixture(t, b)
 		f.zadd(f.keys.Store, 100, "m")
 		first := f.cycle(CycleRequest{Priority: true, Max: 5})
-		require.Equal(t, []string{"m"}, members(first.Popped))
+		require.Equal(t, []string{"m"}, members(first.Deliveries))
 		// Sent again while the first copy is in prepare.
 		f.zadd(f.keys.Store, 200, "m")
 		f.zadd(f.keys.Store, 50, "x")
 		res := f.cycle(CycleRequest{Priority: true, Max: 5})
-		assert.Equal(t, []string{"x"}, members(res.Popped), "the new copy waits until the old one is settled")
+		assert.Equal(t, []string{"x"}, members(res.Deliveries), "the new copy waits until the old one is settled")
 		// Committing the old copy leaves the new one in store, with its own score.
-		f.cycle(CycleRequest{Priority: true, Outcomes: []Outcome{
-			{Member: []byte("m"), PrepareScore: prepScore(first, 16), Action: ActionCommit},
-			{Member: []byte("x"), PrepareScore: prepScore(res, 16), Action: ActionCommit},
-		}})
+		f.cycle(CycleRequest{Priority: true, Outcomes: append(settle(first, Commit), settle(res, Commit)...)})
 		s, ok := f.score(f.keys.Store, "m")
 		require.True(t, ok)
 		assert.Equal(t, float64(200), s)
 		res = f.cycle(CycleRequest{Priority: true, Max: 5})
-		assert.Equal(t, []string{"m"}, members(res.Popped))
-		assert.Equal(t, "200", res.Popped[0].Score)
+		assert.Equal(t, []string{"m"}, members(res.Deliveries))
+		assert.Equal(t, int64(200), res.Deliveries[0].Priority)
 	})
 }
 
@@ -243,7 +263,7 @@ func TestCycleSameContentRollbackOfOldCopyKeepsNewOne(t *testing.T) {
 		f.zadd(f.keys.Store, 100, "m")
 		first := f.cycle(CycleRequest{Priority: true, Max: 5})
 		f.zadd(f.keys.Store, 300, "m")
-		f.cycle(CycleRequest{Priority: true, Outcomes: []Outcome{{Member: []byte("m"), PrepareScore: prepScore(first, 16), Action: ActionRollback, Arg: "0"}}})
+		f.cycle(CycleRequest{Priority: true, Outcomes: settle(first, Rollback)})
 		s, ok := f.score(f.keys.Store, "m")
 		require.True(t, ok)
 		assert.Equal(t, float64(300), s, "rollback must not overwrite the newer copy")
@@ -257,13 +277,8 @@ func TestCycleRestoreKeepsOriginalScore(t *testing.T) {
 		f.zadd(f.keys.Store, due, "a")
 		f.zadd(f.keys.Store, 7, "b") // a retried message with 7 retries left
 		res := f.cycle(CycleRequest{Max: 5})
-		require.Len(t, res.Popped, 2)
-		var outs []Outcome
-		for _, p := range res.Popped {
-			left, _ := strconv.ParseFloat(p.Score, 64)
-			outs = append(outs, Outcome{Member: p.Member, PrepareScore: prepScore(res, int64(min(left, 16))), Action: ActionRestore, Arg: p.Score})
-		}
-		f.cycle(CycleRequest{Outcomes: outs})
+		require.Len(t, res.Deliveries, 2)
+		f.cycle(CycleRequest{Outcomes: settle(res, Restore)})
 		s, _ := f.score(f.keys.Store, "a")
 		assert.Equal(t, due, s)
 		s, _ = f.score(f.keys.Store, "b")
@@ -278,10 +293,10 @@ func TestCycleRestoreMergeRules(t *testing.T) {
 		first := nowMs() - 1000
 		f.zadd(f.keys.Store, first, "m")
 		res := f.cycle(CycleRequest{Max: 1})
-		require.Len(t, res.Popped, 1)
+		require.Len(t, res.Deliveries, 1)
 		later := nowMs() + 5000
 		f.zadd(f.keys.Store, later, "m") // a copy arrives while m is in hand
-		restore := []Outcome{{Member: []byte("m"), PrepareScore: prepScore(res, 16), Action: ActionRestore, Arg: res.Popped[0].Score}}
+		restore := settle(res, Restore)
 		// FixedTime (no KeepFirst): the newer copy's time wins.
 		f.cycle(CycleRequest{Outcomes: restore})
 		s, _ := f.score(f.keys.Store, "m")
@@ -291,7 +306,7 @@ func TestCycleRestoreMergeRules(t *testing.T) {
 		f.zadd(f.keys.Store, first, "m")
 		res = f.cycle(CycleRequest{Max: 1, KeepFirst: true})
 		f.zadd(f.keys.Store, later, "m")
-		f.cycle(CycleRequest{KeepFirst: true, Outcomes: []Outcome{{Member: []byte("m"), PrepareScore: prepScore(res, 16), Action: ActionRestore, Arg: res.Popped[0].Score}}})
+		f.cycle(CycleRequest{KeepFirst: true, Outcomes: settle(res, Restore)})
 		s, _ = f.score(f.keys.Store, "m")
 		assert.Equal(t, first, s)
 	})
@@ -301,11 +316,11 @@ func TestCycleReclaimsTimedOutPrepareEntries(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		f := newFixture(t, b)
 		f.zadd(f.keys.Store, 60, "m")
-		res := f.cycle(CycleRequest{Priority: true, Max: 1, TimeoutSec: 1})
-		require.Len(t, res.Popped, 1)
+		res := f.cycle(CycleRequest{Priority: true, Max: 1, Timeout: time.Second})
+		require.Len(t, res.Deliveries, 1)
 		// Not before the timeout has surely passed.
-		res2 := f.cycle(CycleRequest{Priority: true, Max: 1, TimeoutSec: 1})
-		assert.Empty(t, res2.Popped)
+		res2 := f.cycle(CycleRequest{Priority: true, Max: 1, Timeout: time.Second})
+		assert.Empty(t, res2.Deliveries)
 		expiry := (res.NowMs/1000 + 2) * 1000
 		assert.Equal(t, expiry, res2.NextMs, "next is the prepare expiry")
 		if b.Mini != nil {
@@ -313,9 +328,9 @@ func TestCycleReclaimsTimedOutPrepareEntries(t *testing.T) {
 		} else {
 			time.Sleep(time.Duration(expiry-res2.NowMs+5) * time.Millisecond)
 		}
-		res3 := f.cycle(CycleRequest{Priority: true, Max: 1, TimeoutSec: 1, Waits: "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"})
-		require.Equal(t, []string{"m"}, members(res3.Popped), "reclaimed as failed and popped again")
-		assert.Equal(t, "15", res3.Popped[0].Score, "the timeout spent a retry")
+		res3 := f.cycle(CycleRequest{Priority: true, Max: 1, Timeout: time.Second})
+		require.Equal(t, []string{"m"}, members(res3.Deliveries), "reclaimed as failed and popped again")
+		assert.Equal(t, 15, res3.Deliveries[0].RetriesLeft, "the timeout spent a retry")
 	})
 }
 
@@ -324,11 +339,11 @@ func TestCycleTimeoutHonoursBackoff(t *testing.T) {
 	f.zadd(f.keys.Store, 60, "m")
 	start := time.Now()
 	f.b.Mini.SetTime(start)
-	res := f.cycle(CycleRequest{Priority: true, Max: 1, TimeoutSec: 5})
-	require.Len(t, res.Popped, 1)
+	res := f.cycle(CycleRequest{Priority: true, Max: 1, Timeout: 5 * time.Second})
+	require.Len(t, res.Deliveries, 1)
 	f.b.Mini.SetTime(start.Add(7 * time.Second))
-	res = f.cycle(CycleRequest{Priority: true, Max: 1, TimeoutSec: 5, Waits: "9000,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1"})
-	assert.Empty(t, res.Popped, "retry 1 waits 9 s")
+	res = f.cycle(CycleRequest{Priority: true, Max: 1, Timeout: 5 * time.Second, Waits: firstWaits(9 * time.Second)})
+	assert.Empty(t, res.Deliveries, "retry 1 waits 9 s")
 	s, ok := f.score(f.keys.Retry, "m")
 	require.True(t, ok)
 	assert.Equal(t, res.NowMs+9000, int64(s)/32)
@@ -340,19 +355,19 @@ func TestCycleFencing(t *testing.T) {
 		f := newFixture(t, b)
 		f.zadd(f.keys.Store, 60, "m")
 		res := f.cycle(CycleRequest{Priority: true, Max: 1, Token: 7})
-		require.Len(t, res.Popped, 1)
+		require.Len(t, res.Deliveries, 1)
 		owner, err := b.Redis.Get(f.ctx, f.keys.Owner).Result()
 		require.NoError(t, err)
 		assert.Equal(t, "7", owner)
 		f.zadd(f.keys.Store, 70, "n")
 		// A newer owner takes over; the old one is refused, but its outcomes still settle.
 		res2 := f.cycle(CycleRequest{Priority: true, Max: 1, Token: 9})
-		require.Equal(t, []string{"n"}, members(res2.Popped))
+		require.Equal(t, []string{"n"}, members(res2.Deliveries))
 		zombie := f.cycle(CycleRequest{Priority: true, Max: 1, Token: 7,
-			Outcomes: []Outcome{{Member: []byte("m"), PrepareScore: prepScore(res, 16), Action: ActionCommit}}})
+			Outcomes: settle(res, Commit)})
 		assert.True(t, zombie.Refused)
 		assert.Equal(t, int64(9), zombie.OwnerToken)
-		assert.Empty(t, zombie.Popped)
+		assert.Empty(t, zombie.Deliveries)
 		_, inPrepare := f.score(f.keys.Prepare, "m")
 		assert.False(t, inPrepare, "the zombie's commit was applied")
 	})
@@ -362,7 +377,7 @@ func TestCycleNextDueAndIdle(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		f := newFixture(t, b)
 		res := f.cycle(CycleRequest{Max: 10})
-		assert.Empty(t, res.Popped)
+		assert.Empty(t, res.Deliveries)
 		assert.Equal(t, int64(-1), res.NextMs, "an empty slot has nothing to wait for")
 		due := nowMs() + 1234
 		f.zadd(f.keys.Store, due, "m")

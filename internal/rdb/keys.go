@@ -19,7 +19,8 @@ func (k Keyspace) Namespace() string { return k.ns }
 func (k Keyspace) Topics() string { return k.ns + ":topics" }
 
 // WakeChannel is the pub/sub channel on which producers tell consumers of
-// topic that a slot has a message due soon. Payload: see EncodeWake.
+// topic that slots have messages due soon. Payload: "slot:dueMs,slot:dueMs,…",
+// the earliest due time per slot in Unix ms, 0 for "due now".
 func (k Keyspace) WakeChannel(topic string) string { return k.ns + ":wake:" + topic }
 
 // SlotKeys are the keys of one slot of one topic.

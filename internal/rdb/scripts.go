@@ -1,0 +1,15 @@
+package rdb
+
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rmq-go/rmq/lua"
+)
+
+// The scripts, each wrapped once: Run sends EVALSHA and falls back to EVAL
+// when the server does not have the script yet (after a restart or failover).
+var (
+	cycleScript   = redis.NewScript(lua.Cycle())
+	cancelScript  = redis.NewScript(lua.Cancel())
+	requeueScript = redis.NewScript(lua.Requeue())
+)

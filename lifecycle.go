@@ -1,0 +1,174 @@
+package rmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/rmq-go/rmq/coordinator"
+)
+
+// clientState is where a Client is in its life: new (subscribing), started
+// (consuming), stopped (consumption over for good, the producer still
+// works), closed (nothing works).
+type clientState int
+
+const (
+	stateNew clientState = iota
+	stateStarted
+	stateStopped
+	stateClosed
+)
+
+// Start consumes the subscribed topics until ctx ends, Shutdown or Close is
+// called, then shuts down gracefully and returns. It returns the first fatal
+// error (a coordinator that cannot go on), or nil after a clean stop. A
+// client consumes once: Start after consumption ended returns ErrClosed.
+// The producer keeps working after Start returns, until Close.
+//
+// Shutdown order: (1) the coordinator revokes every slot; (2) each thread
+// stops popping, returns popped messages it had not started to store
+// unchanged, lets the listener in hand finish, settles outcomes, and releases
+// its slots; (3) the coordinator leaves the group; (4) the wake-up listener
+// stops. Shutdown and Close bound the wait for (2) with their context.
+func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	switch c.state {
+	case stateStopped, stateClosed:
+		c.mu.Unlock()
+		return ErrClosed
+	case stateStarted:
+		c.mu.Unlock()
+		return ErrStarted
+	}
+	c.state = stateStarted
+	runCtx, stop := context.WithCancel(ctx)
+	c.stop, c.done = stop, make(chan struct{})
+	subs := c.subs
+	wakeCtx, stopWake := context.WithCancel(c.hard)
+	c.background.Go(func() { newWakeListener(c, subs).run(wakeCtx) }) // before abandon can wait
+	c.mu.Unlock()
+	defer close(c.done)
+	defer stop()
+
+	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout}
+	quit := make(chan struct{})
+	var threads sync.WaitGroup
+	for _, s := range subs {
+		member.Topics = append(member.Topics, coordinator.TopicThreads{
+			Topic: s.topic.Name, SlotAmount: s.topic.SlotAmount, Threads: len(s.threads),
+			Definition: encodeTopic(s.topic.Topic)})
+		for _, t := range s.threads {
+			threads.Go(func() { t.run(c.hard, quit) })
+		}
+	}
+
+	err := c.cfg.coordinator.Run(runCtx, member, leaseRouter(subs))
+	close(quit)
+	threads.Wait()
+	stopWake()
+	c.background.Wait()
+
+	c.mu.Lock()
+	if c.state == stateStarted {
+		c.state = stateStopped
+	}
+	c.mu.Unlock()
+	if errors.Is(err, coordinator.ErrTopicConflict) {
+		return fmt.Errorf("%w: %v", ErrTopicConflict, err)
+	}
+	if err != nil {
+		return fmt.Errorf("rmq: coordinator: %w", err)
+	}
+	return nil
+}
+
+// Shutdown ends consumption gracefully while the producer keeps working:
+// consumers stop popping, popped messages not yet started return to store
+// unchanged, in-flight listeners finish and their outcomes are settled, and
+// the slots are handed back; then Start returns. A client consumes once:
+// Start and Subscribe after Shutdown return ErrClosed. Shutdown before Start
+// only forbids starting.
+//
+// If ctx ends first, consumption is abandoned: listeners' contexts are
+// cancelled, and Shutdown returns ctx.Err() once no goroutine of the
+// consumers touches Redis any more, which is at most one Redis call's
+// timeout after ctx ends (the go-redis client's ReadTimeout or WriteTimeout,
+// 3 s by default). Listeners still running then are left to return on their
+// own; their outcomes are not settled, so their messages are delivered again
+// after the consume timeout (at least once, never lost).
+func (c *Client) Shutdown(ctx context.Context) error {
+	c.mu.Lock()
+	state, stop, done := c.state, c.stop, c.done
+	if state == stateNew {
+		c.state = stateStopped
+	}
+	c.mu.Unlock()
+	if done == nil {
+		return nil // never started
+	}
+	stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	c.abandon()
+	return ctx.Err()
+}
+
+// Close shuts the client down: Shutdown, then the producer. Sends in flight
+// get their replies (within ctx); Sends after Close fail with ErrClosed.
+// Close closes the client's own send connection (see WithSendStream), not
+// the Redis client, which the caller closes after Close.
+//
+// If ctx ends first, Close returns ctx.Err() once no goroutine of the client
+// touches Redis any more (see Shutdown for how long that can take). Close
+// is idempotent.
+func (c *Client) Close(ctx context.Context) error {
+	err := c.Shutdown(ctx)
+	c.mu.Lock()
+	c.state = stateClosed
+	c.closed.Store(true)
+	c.mu.Unlock()
+	c.producer.queue.closeStream(ctx)
+	c.hardCancel()
+	return err
+}
+
+// abandon ends consumption without waiting for listeners: their contexts are
+// cancelled, consumers make no new Redis call, and it returns once the calls
+// in flight and the wake-up listener are done.
+func (c *Client) abandon() {
+	c.hardCancel()
+	c.consumers.shut()
+	c.background.Wait()
+}
+
+// callGate lets calls through until it is shut; shut waits for the calls
+// inside to leave.
+type callGate struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+// enter reports whether a call may go ahead; if so, leave must follow.
+func (g *callGate) enter() bool {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+// leave ends a call that entered.
+func (g *callGate) leave() { g.mu.RUnlock() }
+
+// shut refuses further calls and waits until every call inside has left.
+func (g *callGate) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
