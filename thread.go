@@ -243,7 +243,7 @@ func (t *thread) request(s *slotState, max int) *rdb.CycleRequest {
 		KeepFirst: t.sub.topic.Type == RangeMerge,
 		Max:       max,
 		Timeout:   c.cfg.consumeTimeout,
-		Token:     s.lease.Token(),
+		Fence:     rdb.TokenFence(s.lease.Token()),
 		Waits:     c.waits,
 		Outcomes:  s.pending,
 	}
@@ -283,8 +283,8 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 	s.pending = s.pending[:0]
 	if res.Refused {
 		c.counters.fenced.Add(1)
-		c.cfg.logger.Warn("rmq: slot is fenced by a newer owner; letting it go", "topic", t.sub.topic.Name,
-			"slot", s.lease.Slot(), "token", s.lease.Token(), "owner_token", res.OwnerToken)
+		c.cfg.logger.Warn("rmq: slot is held by another owner; letting it go", "topic", t.sub.topic.Name,
+			"slot", s.lease.Slot(), "token", s.lease.Token(), "owner", res.Owner)
 		s.lease.Lose()
 		t.release(hard, s)
 		return

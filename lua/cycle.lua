@@ -10,14 +10,18 @@
 -- KEYS[2] prepare  zset   member = content; score = pop second * 1000 + retries left
 -- KEYS[3] retry    zset   member = content; score = retry due ms * 32 + retries left
 -- KEYS[4] dead     zset   member = content; score = time of death in ms
--- KEYS[5] owner    string fencing token of the slot's current owner
+-- KEYS[5] owner    string the slot's owner record: "<token>:<worker>" (Redis
+--                         coordinator) or "<token>" (ZooKeeper coordinator)
 --
 -- ARGV[1] order    "t": due scores <= now, lowest first; "p": highest score first
 -- ARGV[2] merge    "m": a restore keeps the lower score (RangeMerge keeps the first
 --                  due time); "n": a restore never overwrites a newer copy
 -- ARGV[3] max      how many messages to pop; 0 only settles outcomes
 -- ARGV[4] timeout  consume timeout in whole seconds
--- ARGV[5] token    the caller's fencing token; "0" means unfenced
+-- ARGV[5] fence    "0": unfenced; "=<record>": the caller holds the slot only
+--                  while owner is exactly <record> (Redis coordinator);
+--                  "<token>": a caller with a token below owner's may not pop,
+--                  a higher one becomes the owner (ZooKeeper coordinator)
 -- ARGV[6] waits    comma-separated waits in ms before retry 1..16, for failed and
 --                  timed-out deliveries
 -- ARGV[7] n        number of outcomes; then n triples:
@@ -29,8 +33,8 @@
 -- the slot was found empty before reading the clock) where next is when
 -- something in this slot next becomes due (a future store score, a retry, a
 -- prepare timeout), -1 for never, now when the batch came back full, or -2 when
--- a higher fencing token owns the slot: then the third element is that token
--- and nothing was popped (outcomes are settled all the same). Each popped
+-- the caller does not hold the slot: then the third element is the owner
+-- record ("" for none), and nothing was settled or popped. Each popped
 -- member went to prepare with score floor(now µs / 10^6) * 1000 + retries left,
 -- retries left being its store score when that is at most 16, else 16.
 --
@@ -41,13 +45,13 @@ local MAX_RETRIES = 16     -- store scores 0..16 mean "retries left, due now"
 local PREPARE_SCALE = 1000 -- prepare score = pop second * 1000 + retries left
 local RETRY_SCALE = 32     -- retry score = due ms * 32 + retries left
 local SWEEP_LIMIT = 256    -- most timed-out or retry-due entries moved per call
-local FENCED = -2          -- "next" when a newer owner holds the slot
+local FENCED = -2          -- "next" when the caller does not hold the slot
 
 local store, prepare, retry, dead, owner = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local order, merge = ARGV[1], ARGV[2]
 local max = tonumber(ARGV[3])
 local timeout = tonumber(ARGV[4])
-local token = ARGV[5]
+local fenceArg = ARGV[5]
 local n = tonumber(ARGV[7])
 
 -- An empty slot (the common case for an idle poll) costs one command.
@@ -123,13 +127,21 @@ local function settle()
   if #commits > 0 then redis.call('ZREM', prepare, unpack(commits)) end
 end
 
--- fence returns the owner's token when a caller with a lower one may not pop;
--- a higher token than the recorded one becomes the slot's owner token.
+-- fence returns the owner record when the caller does not hold the slot, nil
+-- when it does. An exact fence ("=<record>") holds only while the record is
+-- exactly that; a token fence holds unless the record's token is higher, and
+-- a higher token becomes the record.
 local function fence()
-  if token == '0' then return nil end
+  if fenceArg == '0' then return nil end
   local cur = redis.call('GET', owner)
-  if cur and tonumber(cur) > tonumber(token) then return cur end
-  if (not cur) or tonumber(cur) < tonumber(token) then redis.call('SET', owner, token) end
+  if string.sub(fenceArg, 1, 1) == '=' then
+    if cur == string.sub(fenceArg, 2) then return nil end
+    return cur or ''
+  end
+  local mine, theirs = tonumber(fenceArg), cur and tonumber(cur)
+  if cur and not theirs then return cur end -- another coordinator's record
+  if theirs and theirs > mine then return cur end
+  if (not theirs) or theirs < mine then redis.call('SET', owner, fenceArg) end
   return nil
 end
 
@@ -224,10 +236,10 @@ local function nextDue(crowded)
   return nxt
 end
 
-if n > 0 then settle() end
-if max <= 0 then return {nowUs, -1} end
 local holder = fence()
 if holder then return {nowUs, FENCED, holder} end
+if n > 0 then settle() end
+if max <= 0 then return {nowUs, -1} end
 reclaim()
 promote()
 local out = {nowUs, -1}

@@ -13,6 +13,22 @@ var (
 	cancel string
 	//go:embed requeue.lua
 	requeue string
+	//go:embed join.lua
+	join string
+	//go:embed heartbeat.lua
+	heartbeat string
+	//go:embed leave.lua
+	leave string
+	//go:embed assign.lua
+	assign string
+	//go:embed alive.lua
+	alive string
+	//go:embed claim.lua
+	claim string
+	//go:embed release.lua
+	release string
+	//go:embed presence.lua
+	presence string
 )
 
 // Cycle returns the source of cycle.lua: settle outcomes, check the fencing
@@ -24,3 +40,30 @@ func Cancel() string { return cancel }
 
 // Requeue returns the source of requeue.lua: move dead messages back to store.
 func Requeue() string { return requeue }
+
+// Join returns the source of join.lua: register a worker of the Redis
+// coordinator, or update its description.
+func Join() string { return join }
+
+// Heartbeat returns the source of heartbeat.lua: renew a membership, keep or
+// take the leader lease, drop expired members.
+func Heartbeat() string { return heartbeat }
+
+// Leave returns the source of leave.lua: a worker leaves the Redis coordinator.
+func Leave() string { return leave }
+
+// Assign returns the source of assign.lua: the leader writes assignments.
+func Assign() string { return assign }
+
+// Alive returns the source of alive.lua: which workers are still members.
+func Alive() string { return alive }
+
+// Claim returns the source of claim.lua: take a slot's owner record.
+func Claim() string { return claim }
+
+// Release returns the source of release.lua: hand a slot's owner record back.
+func Release() string { return release }
+
+// Presence returns the source of presence.lua: which processes consume a
+// namespace, with which coordinator.
+func Presence() string { return presence }

@@ -75,24 +75,52 @@ func NewRetryWaits(wait func(retry int) time.Duration) RetryWaits {
 	return RetryWaits(strings.Join(ms, ","))
 }
 
+// Fence is what a consumer shows the slot's owner record (KEYS owner of
+// cycle.lua) with every cycle: the cycle settles and pops only while the
+// record says the caller holds the slot. The zero Fence is unfenced.
+type Fence struct {
+	token  int64
+	record string
+}
+
+// TokenFence holds the slot unless the record carries a higher token; a
+// higher token than the record's becomes the record (the ZooKeeper
+// coordinator's tokens, which Redis first learns from the pops). Token 0 is
+// unfenced.
+func TokenFence(token int64) Fence { return Fence{token: token} }
+
+// RecordFence holds the slot only while the owner record is exactly record
+// (the Redis coordinator's claims, written before the first pop).
+func RecordFence(record string) Fence { return Fence{record: record} }
+
+func (f Fence) arg() string {
+	if f.record != "" {
+		return "=" + f.record
+	}
+	return strconv.FormatInt(f.token, 10)
+}
+
+// String returns the fence as the cycle script receives it.
+func (f Fence) String() string { return f.arg() }
+
 // CycleRequest is one call of the cycle script.
 type CycleRequest struct {
 	Priority  bool          // pop highest score first (else due scores, lowest first)
 	KeepFirst bool          // a restore keeps the lower score (RangeMerge)
 	Max       int           // messages to pop; 0 only settles
 	Timeout   time.Duration // consume timeout, whole seconds
-	Token     int64         // fencing token; 0 = unfenced
+	Fence     Fence         // who the caller is to the slot's owner record
 	Waits     RetryWaits    // the retry backoff
 	Outcomes  []Outcome
 }
 
 // CycleResult is what one cycle returned.
 type CycleResult struct {
-	NowUs      int64 // Redis time when the script ran, in µs (0: the slot was empty)
-	NowMs      int64 // the same in ms
-	NextMs     int64 // when the slot next needs a look; -1 never
-	Refused    bool  // a higher fencing token owns the slot; nothing popped
-	OwnerToken int64 // that token, when Refused
+	NowUs      int64  // Redis time when the script ran, in µs (0: the slot was empty)
+	NowMs      int64  // the same in ms
+	NextMs     int64  // when the slot next needs a look; -1 never
+	Refused    bool   // the caller does not hold the slot; nothing settled or popped
+	Owner      string // the owner record then ("" for none)
 	Deliveries []Delivery
 }
 
@@ -106,7 +134,7 @@ func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleReques
 		merge = "m"
 	}
 	args := make([]any, 0, 7+3*len(req.Outcomes))
-	args = append(args, order, merge, req.Max, int64(req.Timeout/time.Second), req.Token, string(req.Waits),
+	args = append(args, order, merge, req.Max, int64(req.Timeout/time.Second), req.Fence.arg(), string(req.Waits),
 		len(req.Outcomes))
 	for _, o := range req.Outcomes {
 		args = append(args, o.member, o.prepare, actionArg(o))
@@ -144,8 +172,7 @@ func parseCycle(raw []any, priority bool) (CycleResult, error) {
 	if next == -2 {
 		res.Refused, res.NextMs = true, -1
 		if len(raw) > 2 {
-			s, _ := raw[2].(string)
-			res.OwnerToken, _ = strconv.ParseInt(s, 10, 64)
+			res.Owner, _ = raw[2].(string)
 		}
 		return res, nil
 	}

@@ -23,13 +23,49 @@ func (k Keyspace) Topics() string { return k.ns + ":topics" }
 // the earliest due time per slot in Unix ms, 0 for "due now".
 func (k Keyspace) WakeChannel(topic string) string { return k.ns + ":wake:" + topic }
 
+// The coordination keys of a namespace share the hash tag "{<namespace>}", so
+// the Redis coordinator's scripts touch them together on Redis Cluster.
+func (k Keyspace) coordKey(name string) string { return k.ns + ":{" + k.ns + "}:" + name }
+
+// Members is a zset of the Redis coordinator: member = worker id, score =
+// when its membership expires, Unix ms by the Redis clock.
+func (k Keyspace) Members() string { return k.coordKey("members") }
+
+// Workers is a hash of the Redis coordinator: worker id → its description
+// (JSON: host, pid, threads per topic, whether it is leaving).
+func (k Keyspace) Workers() string { return k.coordKey("workers") }
+
+// MembersVersion is a string counting membership changes of the Redis coordinator.
+func (k Keyspace) MembersVersion() string { return k.coordKey("members-version") }
+
+// Leader is a string: the worker id of the Redis coordinator's leader,
+// expiring with its lease.
+func (k Keyspace) Leader() string { return k.coordKey("leader") }
+
+// Epoch is a string counting the Redis coordinator's assignment changes.
+func (k Keyspace) Epoch() string { return k.coordKey("epoch") }
+
+// Assignment is a string of the Redis coordinator: the assignment of topic's
+// slots to worker threads (JSON).
+func (k Keyspace) Assignment(topic string) string { return k.coordKey("assignment:" + topic) }
+
+// Presence is a zset of every process consuming the namespace: member =
+// "<coordinator>/<process id>", score = when the entry expires, Unix ms by
+// the Redis clock.
+func (k Keyspace) Presence() string { return k.coordKey("presence") }
+
+// CoordChannel is the Redis coordinator's pub/sub channel: "members" (the
+// membership changed), "leader" (a leader took over), "epoch" (assignments
+// changed), "free" (a slot was released).
+func (k Keyspace) CoordChannel() string { return k.ns + ":coord" }
+
 // SlotKeys are the keys of one slot of one topic.
 type SlotKeys struct {
 	Store   string // zset: pending messages (score: due ms, priority, or retries left)
 	Prepare string // zset: messages handed to a consumer (score: pop second*1000 + retries left)
 	Retry   string // zset: failed messages waiting to retry (score: due ms*32 + retries left)
 	Dead    string // zset: messages out of retries (score: time of death in ms)
-	Owner   string // string: fencing token of the slot's current owner
+	Owner   string // string: the slot's owner record (see RecordFence, TokenFence)
 }
 
 // Slot returns the keys of slot i of topic.

@@ -12,4 +12,13 @@ var (
 	cycleScript   = redis.NewScript(lua.Cycle())
 	cancelScript  = redis.NewScript(lua.Cancel())
 	requeueScript = redis.NewScript(lua.Requeue())
+
+	joinScript      = redis.NewScript(lua.Join())
+	heartbeatScript = redis.NewScript(lua.Heartbeat())
+	leaveScript     = redis.NewScript(lua.Leave())
+	assignScript    = redis.NewScript(lua.Assign())
+	aliveScript     = redis.NewScript(lua.Alive())
+	claimScript     = redis.NewScript(lua.Claim())
+	releaseScript   = redis.NewScript(lua.Release())
+	presenceScript  = redis.NewScript(lua.Presence())
 )

@@ -1,0 +1,315 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Coordination is the Redis I/O of the Redis coordinator: membership with a
+// heartbeat judged by the Redis clock, the leader lease, assignments, and the
+// slots' owner records (see the scripts join.lua … release.lua).
+type Coordination interface {
+	// Join registers worker id with its description for ttl; with update it
+	// only rewrites the description of a live member. It returns the
+	// membership's expiry, Unix ms by the Redis clock, or -1 when an update
+	// finds the membership expired (gone for good).
+	Join(ctx context.Context, id string, ttl time.Duration, info string, update bool) (int64, error)
+	// Heartbeat renews id's membership and leader lease (taking a free one
+	// when lead), and, for the leader, drops expired members.
+	Heartbeat(ctx context.Context, id string, ttl time.Duration, lead bool) (Beat, error)
+	// Leave removes id's membership, description and leader lease.
+	Leave(ctx context.Context, id string) error
+	// Workers returns every member's description by id, expired or not.
+	Workers(ctx context.Context) (map[string]string, error)
+	// Alive reports, by the Redis clock, which of ids are still members.
+	Alive(ctx context.Context, ids []string) ([]bool, error)
+	// Assign writes assignments (topic → value) while id holds the leader
+	// lease; it returns the new epoch, or -1 when id does not lead.
+	Assign(ctx context.Context, id string, assignments map[string]string) (int64, error)
+	// Assignments returns the stored assignment of each topic ("" for none).
+	Assignments(ctx context.Context, topics []string) ([]string, error)
+	// Owners returns the owner record of each slot ("" for none).
+	Owners(ctx context.Context, slots []SlotKeys) ([]string, error)
+	// Claim takes each slot whose owner record is still the expected one;
+	// records[i] is the new record if claimed, else "".
+	Claim(ctx context.Context, id string, slots []SlotKeys, expected []string) (records []string, err error)
+	// Release hands back each slot whose record is still records[i].
+	Release(ctx context.Context, slots []SlotKeys, records []string) error
+	// Announce publishes msg on the coordinator's channel.
+	Announce(ctx context.Context, msg string) error
+	// Listen subscribes to the coordinator's channel.
+	Listen(ctx context.Context) *redis.PubSub
+	// Presence records me ("<coordinator>/<process id>") as consuming the
+	// namespace for ttl (mode "join", "renew" or "leave"; see presence.lua)
+	// and returns the first neighbour that conflicts ("" for none).
+	Presence(ctx context.Context, me string, ttl time.Duration, mode string) (string, error)
+	// PresentWorkers returns every unexpired presence entry with its expiry.
+	PresentWorkers(ctx context.Context) (map[string]time.Time, error)
+}
+
+// Beat is what one heartbeat learnt.
+type Beat struct {
+	NowMs      int64  // the Redis clock
+	ExpiryMs   int64  // the renewed membership's expiry; -1: it had expired
+	Leader     string // the leader's worker id ("" for none)
+	LeaderLeft time.Duration
+	Version    int64 // membership changes so far
+	Epoch      int64 // assignment changes so far
+	NextExpiry int64 // earliest expiry among the other members, Unix ms; -1 for none
+}
+
+// coordination implements Coordination on a go-redis client.
+type coordination struct {
+	rdb  redis.UniversalClient
+	keys Keyspace
+}
+
+var _ Coordination = (*coordination)(nil)
+
+// NewCoordination returns the Redis coordinator's I/O on rdb for the
+// namespace of keys.
+func NewCoordination(rdb redis.UniversalClient, keys Keyspace) Coordination {
+	return &coordination{rdb: rdb, keys: keys}
+}
+
+// Join implements Coordination.
+func (c *coordination) Join(ctx context.Context, id string, ttl time.Duration, info string, update bool) (int64, error) {
+	flag := "0"
+	if update {
+		flag = "1"
+	}
+	k := c.keys
+	v, err := joinScript.Run(ctx, c.rdb, []string{k.Members(), k.Workers(), k.MembersVersion()},
+		id, ttl.Milliseconds(), info, k.CoordChannel(), flag).Int64Slice()
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 2 {
+		return 0, fmt.Errorf("rmq: join script returned %d values", len(v))
+	}
+	return v[1], nil
+}
+
+// Heartbeat implements Coordination.
+func (c *coordination) Heartbeat(ctx context.Context, id string, ttl time.Duration, lead bool) (Beat, error) {
+	flag := "0"
+	if lead {
+		flag = "1"
+	}
+	k := c.keys
+	raw, err := heartbeatScript.Run(ctx, c.rdb, []string{k.Members(), k.Workers(), k.MembersVersion(), k.Leader(), k.Epoch()},
+		id, ttl.Milliseconds(), k.CoordChannel(), flag).Slice()
+	if err != nil {
+		return Beat{}, err
+	}
+	if len(raw) != 7 {
+		return Beat{}, fmt.Errorf("rmq: heartbeat script returned %d values", len(raw))
+	}
+	ints := make([]int64, 7)
+	for i, r := range raw {
+		if i == 2 {
+			continue
+		}
+		n, ok := r.(int64)
+		if !ok {
+			return Beat{}, fmt.Errorf("rmq: heartbeat script returned %T at %d", r, i)
+		}
+		ints[i] = n
+	}
+	leader, _ := raw[2].(string)
+	return Beat{NowMs: ints[0], ExpiryMs: ints[1], Leader: leader, LeaderLeft: time.Duration(ints[3]) * time.Millisecond,
+		Version: ints[4], Epoch: ints[5], NextExpiry: ints[6]}, nil
+}
+
+// Leave implements Coordination.
+func (c *coordination) Leave(ctx context.Context, id string) error {
+	k := c.keys
+	return leaveScript.Run(ctx, c.rdb, []string{k.Members(), k.Workers(), k.MembersVersion(), k.Leader()},
+		id, k.CoordChannel()).Err()
+}
+
+// Workers implements Coordination.
+func (c *coordination) Workers(ctx context.Context) (map[string]string, error) {
+	return c.rdb.HGetAll(ctx, c.keys.Workers()).Result()
+}
+
+// Alive implements Coordination.
+func (c *coordination) Alive(ctx context.Context, ids []string) ([]bool, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	v, err := aliveScript.Run(ctx, c.rdb, []string{c.keys.Members()}, args...).Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(v) != len(ids) {
+		return nil, fmt.Errorf("rmq: alive script returned %d flags for %d workers", len(v), len(ids))
+	}
+	out := make([]bool, len(v))
+	for i, f := range v {
+		out[i] = f == 1
+	}
+	return out, nil
+}
+
+// Assign implements Coordination.
+func (c *coordination) Assign(ctx context.Context, id string, assignments map[string]string) (int64, error) {
+	k := c.keys
+	keys := []string{k.Leader(), k.Epoch()}
+	args := []any{id, k.CoordChannel()}
+	for topic, v := range assignments {
+		keys = append(keys, k.Assignment(topic))
+		args = append(args, v)
+	}
+	return assignScript.Run(ctx, c.rdb, keys, args...).Int64()
+}
+
+// Assignments implements Coordination.
+func (c *coordination) Assignments(ctx context.Context, topics []string) ([]string, error) {
+	if len(topics) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(topics))
+	for i, t := range topics {
+		keys[i] = c.keys.Assignment(t)
+	}
+	vals, err := c.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i], _ = v.(string)
+	}
+	return out, nil
+}
+
+// Owners implements Coordination.
+func (c *coordination) Owners(ctx context.Context, slots []SlotKeys) ([]string, error) {
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(slots))
+	for i, s := range slots {
+		cmds[i] = pipe.Get(ctx, s.Owner)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]string, len(slots))
+	for i, cmd := range cmds {
+		out[i] = cmd.Val()
+	}
+	return out, nil
+}
+
+// Claim implements Coordination.
+func (c *coordination) Claim(ctx context.Context, id string, slots []SlotKeys, expected []string) ([]string, error) {
+	results, err := runEach(ctx, c.rdb, claimScript, len(slots), func(i int) ([]string, []any) {
+		return []string{slots[i].Owner}, []any{expected[i], id}
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(slots))
+	for i, r := range results {
+		v, ok := r.([]any)
+		if !ok || len(v) != 2 {
+			return nil, fmt.Errorf("rmq: claim script returned %v", r)
+		}
+		if won, _ := v[0].(int64); won == 1 {
+			out[i], _ = v[1].(string)
+		}
+	}
+	return out, nil
+}
+
+// Release implements Coordination.
+func (c *coordination) Release(ctx context.Context, slots []SlotKeys, records []string) error {
+	_, err := runEach(ctx, c.rdb, releaseScript, len(slots), func(i int) ([]string, []any) {
+		return []string{slots[i].Owner}, []any{records[i]}
+	})
+	return err
+}
+
+// Announce implements Coordination.
+func (c *coordination) Announce(ctx context.Context, msg string) error {
+	return c.rdb.Publish(ctx, c.keys.CoordChannel(), msg).Err()
+}
+
+// Listen implements Coordination.
+func (c *coordination) Listen(ctx context.Context) *redis.PubSub {
+	return c.rdb.Subscribe(ctx, c.keys.CoordChannel())
+}
+
+// Presence implements Coordination.
+func (c *coordination) Presence(ctx context.Context, me string, ttl time.Duration, mode string) (string, error) {
+	return presenceScript.Run(ctx, c.rdb, []string{c.keys.Presence()}, me, ttl.Milliseconds(), mode).Text()
+}
+
+// PresentWorkers implements Coordination.
+func (c *coordination) PresentWorkers(ctx context.Context) (map[string]time.Time, error) {
+	zs, err := c.rdb.ZRangeWithScores(ctx, c.keys.Presence(), 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	now, err := c.rdb.Time(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]time.Time, len(zs))
+	for _, z := range zs {
+		if at := time.UnixMilli(int64(z.Score)); at.After(now) {
+			m, _ := z.Member.(string)
+			out[m] = at
+		}
+	}
+	return out, nil
+}
+
+// runEach runs script n times in one pipeline, with the keys and arguments
+// args(i) gives call i, and returns the replies in order. Scripts go as
+// EVALSHA; if the server lacks one (after a restart or failover), it is
+// loaded and the calls that failed go again.
+func runEach(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, n int,
+	args func(i int) ([]string, []any)) ([]any, error) {
+	out := make([]any, n)
+	todo := make([]int, n)
+	for i := range todo {
+		todo[i] = i
+	}
+	for attempt := 0; len(todo) > 0; attempt++ {
+		pipe := rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(todo))
+		for j, i := range todo {
+			keys, a := args(i)
+			cmds[j] = script.EvalSha(ctx, pipe, keys, a...)
+		}
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+		var again []int
+		for j, cmd := range cmds {
+			err := cmd.Err()
+			switch {
+			case err == nil:
+				out[todo[j]] = cmd.Val()
+			case redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0:
+				again = append(again, todo[j])
+			default:
+				return nil, err
+			}
+		}
+		if len(again) > 0 {
+			if err := script.Load(ctx, rdb).Err(); err != nil {
+				return nil, err
+			}
+		}
+		todo = again
+	}
+	return out, nil
+}

@@ -1,0 +1,32 @@
+-- join.lua: register a worker of the Redis coordinator, or update what it
+-- says about itself. Every key shares the namespace's hash tag.
+--
+-- KEYS[1] members  zset   member = worker id; score = membership expiry, Unix ms
+--                         by the Redis clock
+-- KEYS[2] workers  hash   worker id -> the worker's description (JSON)
+-- KEYS[3] version  string counts membership changes
+--
+-- ARGV[1] id       the worker id (a new one for every incarnation)
+-- ARGV[2] ttl      membership lease in ms
+-- ARGV[3] info     the worker's description
+-- ARGV[4] channel  the coordinator's pub/sub channel
+-- ARGV[5] update   "1": only update a live member's description, never revive one
+--
+-- Returns {now ms, expiry ms}, or {now ms, -1} for an update of a worker whose
+-- membership has expired: it is gone for good and must join under a new id.
+local members, workers, version = KEYS[1], KEYS[2], KEYS[3]
+local id, ttl, info, channel = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local expiry = redis.call('ZSCORE', members, id)
+if ARGV[5] == '1' then
+  if (not expiry) or tonumber(expiry) <= now then return {now, -1} end
+else
+  expiry = now + ttl
+  redis.call('ZADD', members, expiry, id)
+end
+redis.call('HSET', workers, id, info)
+redis.call('INCR', version)
+redis.call('PUBLISH', channel, 'members')
+return {now, tonumber(expiry)}

@@ -1,0 +1,37 @@
+-- presence.lua: record that a process consumes a namespace, and refuse
+-- neighbours it cannot share the namespace with: a process of the local
+-- coordinator shares it with nobody, and processes of different coordinators
+-- (Redis, ZooKeeper) do not share one either.
+--
+-- KEYS[1] presence zset   member = "<coordinator>/<process id>"; score =
+--                         expiry, Unix ms by the Redis clock
+--
+-- ARGV[1] me       "<coordinator>/<process id>"
+-- ARGV[2] ttl      ms until the entry expires unless renewed
+-- ARGV[3] mode     "join": add me unless a neighbour conflicts; "renew": the
+--                  same, but keep me even then; "leave": remove me
+--
+-- Returns "" when the entry stands (or left), else the first conflicting
+-- neighbour's entry (on "join" nothing was added).
+local presence, me = KEYS[1], ARGV[1]
+if ARGV[3] == 'leave' then
+  redis.call('ZREM', presence, me)
+  return ''
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', presence, '-inf', now)
+local kind = string.match(me, '^([^/]*)/')
+local conflict = ''
+for _, other in ipairs(redis.call('ZRANGE', presence, 0, -1)) do
+  if other ~= me then
+    local k = string.match(other, '^([^/]*)/')
+    if kind == 'local' or k == 'local' or k ~= kind then
+      conflict = other
+      break
+    end
+  end
+end
+if conflict ~= '' and ARGV[3] == 'join' then return conflict end
+redis.call('ZADD', presence, now + tonumber(ARGV[2]), me)
+return conflict
