@@ -41,6 +41,11 @@ var (
 	ErrAlreadySubscribed = errors.New("rmq: topic already subscribed")
 	// ErrStarted: Subscribe or Start was called after Start.
 	ErrStarted = errors.New("rmq: client already started")
+	// ErrNamespaceBusy: Start found the namespace consumed by a process it
+	// cannot share it with: any other process, for a client of the local
+	// coordinator; a process of the local coordinator or of another kind of
+	// coordinator, for the others.
+	ErrNamespaceBusy = errors.New("rmq: namespace consumed by a process this one cannot share it with")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("rmq: client closed")
 	// ErrNotOwner: returned by a listener (or seen in logs) when this worker may

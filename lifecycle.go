@@ -44,15 +44,26 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.state = stateStarted
 	runCtx, stop := context.WithCancel(ctx)
-	c.stop, c.done = stop, make(chan struct{})
+	c.stop, c.done, c.coordDone = stop, make(chan struct{}), make(chan struct{})
 	subs := c.subs
-	wakeCtx, stopWake := context.WithCancel(c.hard)
-	c.background.Go(func() { newWakeListener(c, subs).run(wakeCtx) }) // before abandon can wait
 	c.mu.Unlock()
 	defer close(c.done)
 	defer stop()
+	coordDone := sync.OnceFunc(func() { close(c.coordDone) })
+	defer coordDone()
 
-	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout}
+	p := c.newPresence()
+	if err := p.join(runCtx); err != nil {
+		c.mu.Lock()
+		c.state = stateNew // nothing consumed: Start may be tried again
+		c.mu.Unlock()
+		return err
+	}
+	bgCtx, stopBackground := context.WithCancel(c.hard)
+	c.background.Go(func() { p.renew(bgCtx) })
+	c.background.Go(func() { newWakeListener(c, subs).run(bgCtx) })
+
+	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout, Abandoned: c.abandoned}
 	quit := make(chan struct{})
 	var threads sync.WaitGroup
 	for _, s := range subs {
@@ -65,9 +76,10 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 
 	err := c.cfg.coordinator.Run(runCtx, member, leaseRouter(subs))
+	coordDone()
 	close(quit)
 	threads.Wait()
-	stopWake()
+	stopBackground()
 	c.background.Wait()
 
 	c.mu.Lock()
@@ -138,11 +150,19 @@ func (c *Client) Close(ctx context.Context) error {
 }
 
 // abandon ends consumption without waiting for listeners: their contexts are
-// cancelled, consumers make no new Redis call, and it returns once the calls
-// in flight and the wake-up listener are done.
+// cancelled, the coordinator loses every lease, consumers make no new Redis
+// call, and it returns once the calls in flight, the coordinator and the
+// background goroutines are done.
 func (c *Client) abandon() {
 	c.hardCancel()
+	c.abandonOnce.Do(func() { close(c.abandoned) })
 	c.consumers.shut()
+	c.mu.Lock()
+	coordDone := c.coordDone
+	c.mu.Unlock()
+	if coordDone != nil {
+		<-coordDone
+	}
 	c.background.Wait()
 }
 

@@ -49,10 +49,14 @@ type Client struct {
 	stop   context.CancelFunc // ends consumption gracefully
 	done   chan struct{}      // closed when Start returns
 
-	hard       context.Context // ends listeners' contexts and consumers' Redis calls
-	hardCancel context.CancelFunc
-	consumers  callGate       // consumers' Redis calls; shut when consumption is abandoned
-	background sync.WaitGroup // the wake-up listener
+	hard        context.Context // ends listeners' contexts and consumers' Redis calls
+	hardCancel  context.CancelFunc
+	abandoned   chan struct{} // closed when consumption is abandoned (see Shutdown)
+	abandonOnce sync.Once
+	coordDone   chan struct{}  // closed when the coordinator's Run returned
+	consumers   callGate       // consumers' Redis calls; shut when consumption is abandoned
+	background  sync.WaitGroup // the wake-up listener and the presence entry
+	coord       rdb.Coordination
 }
 
 // New returns a client on client, which may be a single node, Sentinel or
@@ -75,7 +79,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, cfg.errs[0]
 	}
 	if cfg.coordinator == nil {
-		cfg.coordinator = coordinator.NewLocal()
+		cfg.coordinator = coordinator.NewRedis(client, coordinator.RedisConfig{Logger: cfg.logger})
 	}
 	return newClient(client, cfg), nil
 }
@@ -84,6 +88,8 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 	keys := rdb.NewKeyspace(cfg.namespace)
 	c := &Client{cfg: cfg, keys: keys, broker: rdb.New(r, keys), subs: make(map[string]*subscription)}
 	c.hard, c.hardCancel = context.WithCancel(context.Background())
+	c.abandoned = make(chan struct{})
+	c.coord = rdb.NewCoordination(r, keys)
 	q := &sendQueue{broker: c.broker, log: cfg.logger, sent: &c.counters.sent, retries: &c.counters.sendRetries}
 	if cfg.sendStream {
 		q.stream = rdb.NewStream(r)

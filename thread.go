@@ -206,6 +206,14 @@ func (t *thread) settle(hard context.Context, s *slotState) {
 	}
 }
 
+// fenceOf returns what the cycles of l show the slot's owner record.
+func fenceOf(l *coordinator.Lease) rdb.Fence {
+	if r := l.Record(); r != "" {
+		return rdb.RecordFence(r)
+	}
+	return rdb.TokenFence(l.Token())
+}
+
 // cycle runs one cycle script call on s, unless consumption was abandoned
 // (see Client.Shutdown): then it fails with ErrClosed without touching Redis.
 func (t *thread) cycle(hard context.Context, s *slotState, req *rdb.CycleRequest) (rdb.CycleResult, error) {
@@ -243,7 +251,7 @@ func (t *thread) request(s *slotState, max int) *rdb.CycleRequest {
 		KeepFirst: t.sub.topic.Type == RangeMerge,
 		Max:       max,
 		Timeout:   c.cfg.consumeTimeout,
-		Fence:     rdb.TokenFence(s.lease.Token()),
+		Fence:     fenceOf(s.lease),
 		Waits:     c.waits,
 		Outcomes:  s.pending,
 	}

@@ -24,6 +24,18 @@ type Member struct {
 	// (the consume timeout): past it the coordinator takes the slot away
 	// (the lease turns invalid) and moves on.
 	DrainTimeout time.Duration
+	// Abandoned, when not nil, is closed when the client stops waiting for
+	// its listeners (a Shutdown whose context ended): the coordinator loses
+	// every lease at once and Run returns promptly, without waiting for
+	// releases.
+	Abandoned <-chan struct{}
+}
+
+// Kinded is implemented by coordinators that name their kind ("local",
+// "redis", "zookeeper"): processes of one namespace must agree on it, and a
+// local process shares its namespace with nobody.
+type Kinded interface {
+	Kind() string
 }
 
 // TopicThreads is one subscribed topic.

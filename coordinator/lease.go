@@ -28,6 +28,7 @@ type Lease struct {
 	slot   int
 	thread int
 	token  int64
+	record string // the owner record a Redis coordinator's claim wrote, if any
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -68,6 +69,11 @@ func (l *Lease) Thread() int { return l.thread }
 
 // Token returns the fencing token.
 func (l *Lease) Token() int64 { return l.token }
+
+// Record returns the slot's owner record as the claim that granted the lease
+// wrote it ("<token>:<worker>"), or "" when the coordinator fences by token
+// alone: then Redis learns the token from the first pop.
+func (l *Lease) Record() string { return l.record }
 
 // Context is cancelled, with cause ErrLeaseLost, when the lease is lost.
 func (l *Lease) Context() context.Context { return l.ctx }

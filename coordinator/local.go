@@ -25,10 +25,26 @@ func (Local) Run(ctx context.Context, m Member, h Handler) error {
 			h.Assigned(l)
 		}
 	}
-	<-ctx.Done()
-	RevokeAll(h, leases)
+	select {
+	case <-ctx.Done():
+	case <-m.Abandoned:
+	}
+	for _, l := range leases {
+		l.Revoke()
+		h.Revoked(l)
+	}
+	for _, l := range leases {
+		select {
+		case <-l.Released():
+		case <-m.Abandoned:
+			l.Lose()
+		}
+	}
 	return nil
 }
+
+// Kind implements Kinded: "local".
+func (Local) Kind() string { return "local" }
 
 // RevokeAll revokes leases and waits until each is released.
 func RevokeAll(h Handler, leases []*Lease) {

@@ -1,0 +1,180 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+)
+
+// redisWorker is a worker's description in the Redis coordinator's workers
+// hash.
+type redisWorker struct {
+	Host    string                    `json:"host"`
+	PID     int                       `json:"pid"`
+	Started int64                     `json:"started"` // Unix ms
+	Leaving bool                      `json:"leaving,omitempty"`
+	Topics  map[string]redisTopicSpec `json:"topics"`
+}
+
+// redisTopicSpec is one subscribed topic of a worker.
+type redisTopicSpec struct {
+	Slots   int `json:"slots"`
+	Threads int `json:"threads"`
+}
+
+// describe returns this worker's description.
+func (r *redisRun) describe(leaving bool) string {
+	w := redisWorker{PID: os.Getpid(), Started: time.Now().UnixMilli(), Leaving: leaving,
+		Topics: make(map[string]redisTopicSpec, len(r.topics))}
+	w.Host, _ = os.Hostname()
+	for name, t := range r.topics {
+		w.Topics[name] = redisTopicSpec{Slots: t.SlotAmount, Threads: max(t.Threads, 1)}
+	}
+	b, _ := json.Marshal(w)
+	return string(b)
+}
+
+// redisAssignment is a topic's assignment as stored: the workers it names,
+// and per slot the index of its worker and the thread (-1: nobody).
+type redisAssignment struct {
+	Workers []string `json:"workers"`
+	Slots   [][2]int `json:"slots"`
+}
+
+// encodeAssignment returns the stored form of owners.
+func encodeAssignment(owners []Owner) string {
+	a := redisAssignment{Slots: make([][2]int, len(owners))}
+	index := make(map[string]int)
+	for i, o := range owners {
+		if o.Worker == "" {
+			a.Slots[i] = [2]int{-1, 0}
+			continue
+		}
+		w, ok := index[o.Worker]
+		if !ok {
+			w = len(a.Workers)
+			index[o.Worker] = w
+			a.Workers = append(a.Workers, o.Worker)
+		}
+		a.Slots[i] = [2]int{w, o.Thread}
+	}
+	b, _ := json.Marshal(a)
+	return string(b)
+}
+
+// decodeAssignment parses a stored assignment ("" is none).
+func decodeAssignment(s string) ([]Owner, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var a redisAssignment
+	if err := json.Unmarshal([]byte(s), &a); err != nil {
+		return nil, err
+	}
+	out := make([]Owner, len(a.Slots))
+	for i, ws := range a.Slots {
+		if ws[0] >= 0 && ws[0] < len(a.Workers) {
+			out[i] = Owner{Worker: a.Workers[ws[0]], Thread: ws[1]}
+		}
+	}
+	return out, nil
+}
+
+// lead recomputes every topic's assignment from the live members and writes
+// those that changed. version is the membership version it acts on.
+func (r *redisRun) lead(ctx context.Context, id string, version int64) error {
+	descs, err := r.co.Workers(ctx)
+	if err != nil {
+		return fmt.Errorf("rmq: redis coordinator: read workers: %w", err)
+	}
+	ids := slices.Sorted(func(yield func(string) bool) {
+		for w := range descs {
+			if !yield(w) {
+				return
+			}
+		}
+	})
+	alive, err := r.co.Alive(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("rmq: redis coordinator: read members: %w", err)
+	}
+	units := make(map[string][]WorkerThreads) // topic → workers' threads
+	slots := make(map[string]int)
+	for i, w := range ids {
+		var d redisWorker
+		if err := json.Unmarshal([]byte(descs[w]), &d); err != nil {
+			r.log.Warn("rmq: redis coordinator: unreadable worker description; ignoring it", "worker", w, "err", err)
+			continue
+		}
+		for topic, spec := range d.Topics {
+			if _, seen := slots[topic]; !seen || spec.Slots > 0 {
+				slots[topic] = spec.Slots
+			}
+			if alive[i] && !d.Leaving {
+				units[topic] = append(units[topic], WorkerThreads{Worker: w, Threads: spec.Threads})
+			}
+		}
+	}
+	topics := slices.Sorted(func(yield func(string) bool) {
+		for t := range slots {
+			if !yield(t) {
+				return
+			}
+		}
+	})
+	stored, err := r.co.Assignments(ctx, topics)
+	if err != nil {
+		return fmt.Errorf("rmq: redis coordinator: read assignments: %w", err)
+	}
+	changed := make(map[string]string)
+	for i, topic := range topics {
+		prev, err := decodeAssignment(stored[i])
+		if err != nil {
+			r.log.Warn("rmq: redis coordinator: unreadable assignment; computing a new one", "topic", topic, "err", err)
+			prev = nil
+		}
+		next := Assign(slots[topic], units[topic], prev)
+		if enc := encodeAssignment(next); enc != stored[i] {
+			changed[topic] = enc
+		}
+	}
+	if len(changed) > 0 {
+		epoch, err := r.co.Assign(ctx, id, changed)
+		if err != nil {
+			return fmt.Errorf("rmq: redis coordinator: write assignments: %w", err)
+		}
+		if epoch < 0 {
+			r.log.Info("rmq: redis coordinator: no longer the leader; assignments left to the new one")
+			return nil
+		}
+		r.log.Info("rmq: redis coordinator: assigned", "topics", len(changed), "epoch", epoch, "workers", len(ids))
+	}
+	r.versionSeen = version
+	return nil
+}
+
+// readAssignments refreshes the subscribed topics' desired owners; epoch is
+// the assignment epoch known before the read.
+func (r *redisRun) readAssignments(ctx context.Context, epoch int64) error {
+	names := make([]string, 0, len(r.topics))
+	for name := range r.topics {
+		names = append(names, name)
+	}
+	vals, err := r.co.Assignments(ctx, names)
+	if err != nil {
+		return fmt.Errorf("rmq: redis coordinator: read assignments: %w", err)
+	}
+	for i, name := range names {
+		owners, err := decodeAssignment(vals[i])
+		if err != nil {
+			r.log.Warn("rmq: redis coordinator: unreadable assignment; keeping the last one", "topic", name, "err", err)
+			continue
+		}
+		r.topics[name].desired = owners
+	}
+	r.epochSeen = epoch
+	return nil
+}

@@ -1,0 +1,270 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmq-go/rmq/internal/backoff"
+	"github.com/rmq-go/rmq/internal/rdb"
+)
+
+// redisRun is one Run of the Redis coordinator: one worker's membership.
+//
+// A single loop goroutine makes every decision and write (reconcile): it
+// joins, leads when it holds the leader lease, reads the assignment, revokes
+// slots that move away, releases the records of revoked slots, and claims
+// slots assigned here. It wakes on messages of the coordinator's channel, on
+// lease releases, on the heartbeat's news, and on a timer while a handover
+// is under way. The heartbeat runs beside it (redisbeat.go), so that lease
+// deadlines are extended whatever the loop is doing.
+type redisRun struct {
+	co   rdb.Coordination
+	cfg  RedisConfig
+	log  *slog.Logger
+	m    Member
+	h    Handler
+	kick chan struct{} // capacity 1: "reconcile"
+	beat chan struct{} // capacity 1: "beat now"
+	done chan struct{} // closed when Run ends
+
+	assignDirty atomic.Bool // read the assignments again
+	leadDirty   atomic.Bool // the leader must recompute the assignments
+
+	mu       sync.Mutex
+	id       string              // the current incarnation; "" before joining
+	leaseEnd int64               // monotonic ns until which this incarnation's leases hold
+	expired  bool                // the membership expired: lose everything, join again
+	leaving  bool                // Run is ending: lead no more, take no slot
+	last     rdb.Beat            // the last heartbeat's news
+	leases   map[*Lease]struct{} // handed out and not yet released
+
+	// Loop state.
+	incarnation int
+	epochSeen   int64
+	versionSeen int64
+	busy        bool // a handover is under way: look again soon
+	topics      map[string]*redisTopic
+}
+
+// redisTopic is one subscribed topic in a run.
+type redisTopic struct {
+	TopicThreads
+	keys    []rdb.SlotKeys
+	desired []Owner            // from the assignment
+	held    map[int]*redisHeld // slots whose owner record is ours
+	waiting map[int]time.Time  // slot → since when a live worker holds it
+}
+
+// redisHeld is a slot this incarnation claimed.
+type redisHeld struct {
+	slot, thread int
+	record       string
+	lease        *Lease
+	moving       bool      // revoked: release the record once the lease is released
+	drainBy      time.Time // when moving: take the slot away at this time
+}
+
+func newRedisRun(co rdb.Coordination, cfg RedisConfig, log *slog.Logger, m Member, h Handler) *redisRun {
+	r := &redisRun{
+		co: co, cfg: cfg, m: m, h: h,
+		log:  log.With("worker", cfg.WorkerID, "namespace", m.Namespace),
+		kick: make(chan struct{}, 1), beat: make(chan struct{}, 1), done: make(chan struct{}),
+		leases: make(map[*Lease]struct{}), topics: make(map[string]*redisTopic),
+	}
+	keys := rdb.NewKeyspace(m.Namespace)
+	for _, t := range m.Topics {
+		r.topics[t.Topic] = &redisTopic{TopicThreads: t, keys: keys.Slots(t.Topic, t.SlotAmount),
+			held: make(map[int]*redisHeld), waiting: make(map[int]time.Time)}
+	}
+	if r.m.DrainTimeout <= 0 {
+		r.m.DrainTimeout = 30 * time.Second
+	}
+	return r
+}
+
+// interval is the time between heartbeats: a fifth of the lease TTL.
+func (r *redisRun) interval() time.Duration { return r.cfg.LeaseTTL / 5 }
+
+// margin is how much earlier than Redis's expiry a lease ends locally: a
+// tenth of the TTL, for clock rate differences between the two hosts.
+func (r *redisRun) margin() time.Duration { return r.cfg.LeaseTTL / 10 }
+
+func (r *redisRun) poke()     { signal(r.kick) }
+func (r *redisRun) beatSoon() { signal(r.beat) }
+
+// run joins and reconciles until ctx ends or the client abandons
+// consumption, then leaves.
+func (r *redisRun) run(ctx context.Context) error {
+	defer close(r.done)
+	background, stopBackground := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	defer stopBackground()
+	bg.Go(func() { r.listen(background) })
+	// The heartbeat outlives ctx: leases must stay valid while leave waits
+	// for in-flight listeners.
+	bg.Go(func() { r.heartbeat(background) })
+
+	failures := 0
+	for {
+		err := r.reconcile(background)
+		var wait time.Duration
+		if err != nil {
+			failures++
+			wait = min(backoff.Redis.Delay(failures), r.interval())
+			if failures == 1 || failures%20 == 0 {
+				r.log.Warn("rmq: redis coordinator: reconcile failed; retrying", "failures", failures, "err", err)
+			}
+		} else {
+			failures = 0
+			wait = r.nextLook()
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-r.m.Abandoned:
+			timer.Stop()
+			r.abandon()
+			return nil
+		case <-ctx.Done():
+			timer.Stop()
+			r.leave(background)
+			return nil
+		case <-r.kick:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// nextLook is how long the loop may sleep when nothing kicks it.
+func (r *redisRun) nextLook() time.Duration {
+	d := r.interval()
+	if r.busy {
+		d = min(d, handoverPoll)
+	}
+	now := time.Now()
+	for _, t := range r.topics {
+		for _, c := range t.held {
+			if c.moving {
+				d = min(d, c.drainBy.Sub(now))
+			}
+		}
+	}
+	return max(d, 5*time.Millisecond)
+}
+
+// handoverPoll is how often the loop looks while a handover is under way
+// (a slot it waits for, a claim that lost a race). Releases are announced,
+// so this only bounds a lost announcement.
+const handoverPoll = 250 * time.Millisecond
+
+// state returns the current incarnation, whether its leases hold now, and
+// the last heartbeat's news.
+func (r *redisRun) state() (id string, valid bool, last rdb.Beat, expired bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.id, r.id != "" && r.leaseEnd > monoNow(), r.last, r.expired
+}
+
+// reconcile brings the leases and owner records in line with the assignment.
+func (r *redisRun) reconcile(ctx context.Context) error {
+	id, valid, last, expired := r.state()
+	if expired {
+		r.log.Warn("rmq: redis coordinator: membership expired; every slot is lost, joining again", "id", id)
+		r.forget()
+		id = ""
+	}
+	if id == "" {
+		if err := r.join(ctx); err != nil {
+			return err
+		}
+		id, valid, last, _ = r.state()
+	}
+	if last.Leader == id && (r.leadDirty.Swap(false) || last.Version != r.versionSeen) {
+		if err := r.lead(ctx, id, last.Version); err != nil {
+			r.leadDirty.Store(true)
+			return err
+		}
+	}
+	if r.assignDirty.Swap(false) || last.Epoch != r.epochSeen {
+		if err := r.readAssignments(ctx, last.Epoch); err != nil {
+			r.assignDirty.Store(true)
+			return err
+		}
+	}
+	r.busy = false
+	for _, t := range r.topics {
+		if err := r.apply(ctx, t, id, valid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// join registers a new incarnation of this worker.
+func (r *redisRun) join(ctx context.Context) error {
+	r.incarnation++
+	id := fmt.Sprintf("%s.%d", r.cfg.WorkerID, r.incarnation)
+	sent := monoNow()
+	expiry, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(false), false)
+	if err != nil {
+		r.incarnation--
+		return fmt.Errorf("rmq: redis coordinator join: %w", err)
+	}
+	if expiry < 0 {
+		return fmt.Errorf("rmq: redis coordinator join of %s refused", id)
+	}
+	r.mu.Lock()
+	r.id, r.expired = id, false
+	r.leaseEnd = sent + int64(r.cfg.LeaseTTL-r.margin())
+	r.last = rdb.Beat{}
+	r.mu.Unlock()
+	r.epochSeen, r.versionSeen = -1, -1
+	r.assignDirty.Store(true)
+	r.beatSoon() // learn who leads, and lead if nobody does
+	r.log.Info("rmq: redis coordinator: joined", "id", id)
+	return nil
+}
+
+// forget drops every claim of an expired incarnation: its leases are lost,
+// and its records belong to a worker that is gone for good, for whoever is
+// assigned the slot next (this worker's next incarnation included).
+func (r *redisRun) forget() {
+	for _, t := range r.topics {
+		for _, c := range t.held {
+			c.lease.Lose()
+			r.h.Revoked(c.lease)
+		}
+		clear(t.held)
+		clear(t.waiting)
+		t.desired = nil
+	}
+	r.mu.Lock()
+	r.id = ""
+	r.mu.Unlock()
+}
+
+// abandon loses every lease at once (the client no longer waits for its
+// listeners) and tells the group it left, so that the slots move as soon as
+// the leader notices, bounded by a second.
+func (r *redisRun) abandon() {
+	for _, t := range r.topics {
+		for _, c := range t.held {
+			c.lease.Lose()
+			r.h.Revoked(c.lease)
+		}
+	}
+	id, _, _, _ := r.state()
+	if id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := r.co.Leave(ctx, id); err != nil {
+		r.log.Warn("rmq: redis coordinator: leave failed; the slots move when the membership expires", "err", err)
+	}
+}

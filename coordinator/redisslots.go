@@ -1,0 +1,233 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/wait"
+)
+
+// wants reports whether the assignment gives slot to thread of worker id.
+func (t *redisTopic) wants(id string, slot, thread int) bool {
+	return slot < len(t.desired) && t.desired[slot] == Owner{Worker: id, Thread: thread}
+}
+
+// apply revokes the slots of t that move away, releases the records of
+// released leases, and claims the slots assigned here. valid says whether
+// this incarnation's leases hold now: only then are slots claimed.
+func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bool) error {
+	now := time.Now()
+	var done []*redisHeld // released leases whose records go back
+	for _, c := range t.held {
+		want := t.wants(id, c.slot, c.thread) && !r.isLeaving()
+		released := wait.Closed(c.lease.Released())
+		switch {
+		case released:
+			done = append(done, c)
+		case !want && !c.moving:
+			r.busy = true
+			c.moving, c.drainBy = true, now.Add(r.m.DrainTimeout)
+			c.lease.Revoke()
+			r.h.Revoked(c.lease)
+		case c.moving && now.After(c.drainBy):
+			r.log.Warn("rmq: redis coordinator: slot not released within the drain timeout; taking it away",
+				"topic", t.Topic, "slot", c.slot, "drain", r.m.DrainTimeout)
+			c.lease.Lose()
+			done = append(done, c)
+		case c.moving:
+			r.busy = true
+		}
+	}
+	if err := r.release(ctx, t, done); err != nil {
+		return err
+	}
+	if !valid || r.isLeaving() {
+		return nil
+	}
+	return r.claim(ctx, t, id)
+}
+
+// isLeaving reports whether Run is ending.
+func (r *redisRun) isLeaving() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leaving
+}
+
+// release writes back the records of held slots whose leases were released
+// (their consumers stopped and settled) and announces it, so the next owner
+// claims at once. A record that is no longer ours is left alone.
+func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld) error {
+	if len(done) == 0 {
+		return nil
+	}
+	keys := make([]rdb.SlotKeys, len(done))
+	records := make([]string, len(done))
+	for i, c := range done {
+		keys[i], records[i] = t.keys[c.slot], c.record
+	}
+	if err := r.co.Release(ctx, keys, records); err != nil {
+		return fmt.Errorf("rmq: redis coordinator: release slots of %s: %w", t.Topic, err)
+	}
+	for _, c := range done {
+		delete(t.held, c.slot)
+	}
+	if err := r.co.Announce(ctx, "free"); err != nil {
+		r.log.Warn("rmq: redis coordinator: announcing released slots failed; the next owner finds them at its next look", "err", err)
+	}
+	return nil
+}
+
+// claim takes the slots assigned to this worker that it does not hold: those
+// whose record is free, ours already, or held by a worker whose membership
+// expired (which is final). A slot held by a live worker is left until that
+// worker releases it, or, should the release be lost, until the patience
+// runs out: by then the holder has either released the slot or taken it away
+// from its consumer (the drain timeout), and a heartbeat has passed.
+func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
+	var slots []int
+	for slot, o := range t.desired {
+		if o.Worker == id && o.Thread < max(t.Threads, 1) && t.held[slot] == nil {
+			slots = append(slots, slot)
+		}
+	}
+	for slot := range t.waiting {
+		if slot >= len(t.desired) || t.desired[slot].Worker != id || t.held[slot] != nil {
+			delete(t.waiting, slot)
+		}
+	}
+	if len(slots) == 0 {
+		return nil
+	}
+	keys := make([]rdb.SlotKeys, len(slots))
+	for i, s := range slots {
+		keys[i] = t.keys[s]
+	}
+	records, err := r.co.Owners(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("rmq: redis coordinator: read owners of %s: %w", t.Topic, err)
+	}
+	holders := make([]string, 0)
+	for i, rec := range records {
+		if h := holderOf(rec); h != "" && h != id {
+			holders = append(holders, h)
+		} else if h == id {
+			// Claimed earlier by this incarnation, the reply lost: ours.
+			r.hold(t, slots[i], rec)
+			slots[i] = -1
+		}
+	}
+	alive, err := r.liveness(ctx, holders)
+	if err != nil {
+		return err
+	}
+	patience := r.m.DrainTimeout + r.cfg.LeaseTTL + r.interval()
+	now := time.Now()
+	var claimKeys []rdb.SlotKeys
+	var claimSlots []int
+	var expected []string
+	for i, slot := range slots {
+		if slot < 0 {
+			continue
+		}
+		rec := records[i]
+		if h := holderOf(rec); h != "" && alive[h] {
+			since, ok := t.waiting[slot]
+			if !ok {
+				t.waiting[slot] = now
+			}
+			if !ok || now.Sub(since) < patience {
+				r.busy = true
+				continue
+			}
+			r.log.Warn("rmq: redis coordinator: a live worker did not release a slot assigned elsewhere; taking it",
+				"topic", t.Topic, "slot", slot, "holder", h, "waited", now.Sub(since))
+		}
+		claimKeys = append(claimKeys, t.keys[slot])
+		claimSlots = append(claimSlots, slot)
+		expected = append(expected, rec)
+	}
+	if len(claimKeys) == 0 {
+		return nil
+	}
+	won, err := r.co.Claim(ctx, id, claimKeys, expected)
+	if err != nil {
+		return fmt.Errorf("rmq: redis coordinator: claim slots of %s: %w", t.Topic, err)
+	}
+	for i, rec := range won {
+		if rec == "" {
+			r.busy = true // the record changed meanwhile: look again
+			continue
+		}
+		r.hold(t, claimSlots[i], rec)
+	}
+	return nil
+}
+
+// liveness returns which of holders are still members.
+func (r *redisRun) liveness(ctx context.Context, holders []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(holders))
+	if len(holders) == 0 {
+		return out, nil
+	}
+	var ids []string
+	for _, h := range holders {
+		if _, seen := out[h]; !seen {
+			out[h] = false
+			ids = append(ids, h)
+		}
+	}
+	flags, err := r.co.Alive(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("rmq: redis coordinator: read members: %w", err)
+	}
+	for i, id := range ids {
+		out[id] = flags[i]
+	}
+	return out, nil
+}
+
+// hold records a claimed slot and hands its lease to the slot's thread.
+func (r *redisRun) hold(t *redisTopic, slot int, record string) {
+	delete(t.waiting, slot)
+	c := &redisHeld{slot: slot, thread: t.desired[slot].Thread, record: record}
+	c.lease = NewLease(t.Topic, slot, c.thread, tokenOf(record))
+	c.lease.record = record
+	r.mu.Lock()
+	c.lease.deadline.Store(r.leaseEnd)
+	r.leases[c.lease] = struct{}{}
+	r.mu.Unlock()
+	t.held[slot] = c
+	go r.forgetOnRelease(c.lease)
+	r.h.Assigned(c.lease)
+}
+
+// forgetOnRelease drops a released lease from the live set and kicks the loop.
+func (r *redisRun) forgetOnRelease(l *Lease) {
+	select {
+	case <-l.Released():
+	case <-r.done:
+		return
+	}
+	r.mu.Lock()
+	delete(r.leases, l)
+	r.mu.Unlock()
+	r.poke()
+}
+
+// holderOf returns the worker id of an owner record ("" when released or none).
+func holderOf(record string) string {
+	_, h, _ := strings.Cut(record, ":")
+	return h
+}
+
+// tokenOf returns the token of an owner record.
+func tokenOf(record string) int64 {
+	tok, _, _ := strings.Cut(record, ":")
+	n, _ := strconv.ParseInt(tok, 10, 64)
+	return n
+}

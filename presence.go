@@ -1,0 +1,79 @@
+package rmq
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/backoff"
+	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/wait"
+)
+
+// Presence: while it consumes, every client keeps an entry in the namespace's
+// presence set (Keyspace.Presence) naming its coordinator's kind, renewed
+// every presenceRenew and gone presenceTTL after the last renewal. Start
+// refuses (ErrNamespaceBusy) to consume beside a process it cannot share the
+// namespace with: a process of the local coordinator shares it with nobody,
+// and processes of different coordinators do not share one either.
+const (
+	presenceTTL   = 3 * time.Second
+	presenceRenew = time.Second
+)
+
+// presence is one client's entry in the presence set.
+type presence struct {
+	co  rdb.Coordination
+	me  string // "<kind>/<process id>"
+	log func(msg string, args ...any)
+}
+
+func (c *Client) newPresence() *presence {
+	kind := "custom"
+	if k, ok := c.cfg.coordinator.(coordinator.Kinded); ok {
+		kind = k.Kind()
+	}
+	host, _ := os.Hostname()
+	return &presence{co: c.coord, me: fmt.Sprintf("%s/%s-%d-%p", kind, host, os.Getpid(), c), log: c.cfg.logger.Error}
+}
+
+// join adds the entry. A conflicting neighbour may be a process that just
+// crashed, whose entry outlives it by presenceTTL at most: join waits that
+// long for it to go before it fails with ErrNamespaceBusy.
+func (p *presence) join(ctx context.Context) error {
+	deadline := time.Now().Add(presenceTTL + presenceRenew/2)
+	for attempt := 1; ; attempt++ {
+		other, err := p.co.Presence(ctx, p.me, presenceTTL, "join")
+		switch {
+		case err == nil && other == "":
+			return nil
+		case err == nil && time.Now().After(deadline):
+			return fmt.Errorf("%w: %s consumes it (this process: %s)", ErrNamespaceBusy, other, p.me)
+		case err != nil && attempt >= 5:
+			return fmt.Errorf("rmq: record presence: %w", err)
+		}
+		wait.Sleep(ctx, min(backoff.Redis.Delay(attempt), presenceRenew/2))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// renew keeps the entry until ctx ends, then removes it.
+func (p *presence) renew(ctx context.Context) {
+	for ctx.Err() == nil {
+		wait.Sleep(ctx, presenceRenew)
+		if ctx.Err() != nil {
+			break
+		}
+		other, err := p.co.Presence(ctx, p.me, presenceTTL, "renew")
+		if err == nil && other != "" {
+			p.log("rmq: another process consumes this namespace and cannot share it", "this", p.me, "other", other)
+		}
+	}
+	leave, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = p.co.Presence(leave, p.me, 0, "leave") // if it fails, the entry expires
+}
