@@ -245,3 +245,16 @@ func TestRedisConfigIsChecked(t *testing.T) {
 	assert.ErrorIs(t, NewRedis(nil, RedisConfig{}).Check(), ErrInvalidRedisConfig)
 	assert.NoError(t, NewRedis(b.Redis, RedisConfig{}).Check())
 }
+
+func TestLeasesCountFromARenewalOlderThanTheReplicaLag(t *testing.T) {
+	var rs renewals
+	rs.reset(1000)
+	assert.Equal(t, int64(1000-50), rs.settled(1010, 50), "nothing old enough yet: extend nothing past the join")
+	assert.Equal(t, int64(1010), rs.settled(1300, 50), "the latest renewal at least the lag older")
+	assert.Equal(t, int64(1010), rs.settled(1320, 50), "a renewal just before is too recent to count")
+	assert.Equal(t, int64(1320), rs.settled(1600, 50))
+	for s := int64(2000); s < 2100; s += 10 { // more renewals than remembered
+		rs.settled(s, 50)
+	}
+	assert.Equal(t, int64(2050), rs.settled(2100, 50), "exactly the lag older counts")
+}

@@ -37,11 +37,14 @@ func (r *redisRun) heartbeat(ctx context.Context) {
 	}
 }
 
-// beatOnce renews id's membership. On success it extends every lease to
-// the send time plus the TTL minus the margin: Redis set the expiry to its
-// own time when it ran the renewal, after the send, plus the TTL, so the
-// lease ends here before Redis could let another worker take a slot. It
-// returns when to beat next.
+// beatOnce renews id's membership. On success it extends every lease to the
+// send time of a confirmed renewal plus the TTL minus the margin: Redis set
+// the expiry to its own time when it ran the renewal, after its send, plus
+// the TTL, so the lease ends here before Redis could let another worker take
+// a slot. The renewal counted is the latest one sent at least replicaLag
+// before the newest, so that a failover that loses the writes of the last
+// moments before it (asynchronous replication) cannot make Redis expire the
+// membership before the lease ends here. It returns when to beat next.
 func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, bool) {
 	r.mu.Lock()
 	lead := !r.leaving
@@ -65,7 +68,7 @@ func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, bool
 		r.poke()
 		return r.interval(), true
 	}
-	end := sent + int64(r.cfg.LeaseTTL-r.margin())
+	end := r.renewals.settled(sent, int64(r.replicaLag())) + int64(r.cfg.LeaseTTL-r.margin())
 	if end > r.leaseEnd {
 		r.leaseEnd = end
 		for l := range r.leases {
@@ -122,4 +125,48 @@ func (r *redisRun) listen(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// replicaLag bounds how far behind its master a replica may be, for the lease
+// arithmetic: a twentieth of the TTL (500ms by default). Replicas lag by
+// milliseconds unless something is badly wrong.
+func (r *redisRun) replicaLag() time.Duration { return r.cfg.LeaseTTL / 20 }
+
+// renewals remembers the send times of the latest confirmed renewals.
+type renewals struct {
+	sent [8]int64 // monotonic ns, newest at next-1 (mod 8)
+	next int
+	n    int
+}
+
+// reset forgets every renewal but the join, sent at sent.
+func (rs *renewals) reset(sent int64) {
+	*rs = renewals{}
+	rs.add(sent)
+}
+
+func (rs *renewals) add(sent int64) {
+	rs.sent[rs.next] = sent
+	rs.next = (rs.next + 1) % len(rs.sent)
+	rs.n = min(rs.n+1, len(rs.sent))
+}
+
+// settled records a renewal confirmed now that was sent at sent, and returns
+// the send time of the latest renewal sent at least lag before it; if none
+// is that old, the oldest remembered minus lag, which extends nothing.
+func (rs *renewals) settled(sent, lag int64) int64 {
+	rs.add(sent)
+	best := int64(-1 << 63)
+	oldest := sent
+	for i := range rs.n {
+		s := rs.sent[i]
+		oldest = min(oldest, s)
+		if s <= sent-lag {
+			best = max(best, s)
+		}
+	}
+	if best == -1<<63 {
+		return oldest - lag
+	}
+	return best
 }

@@ -37,6 +37,7 @@ type redisRun struct {
 	mu       sync.Mutex
 	id       string              // the current incarnation; "" before joining
 	leaseEnd int64               // monotonic ns until which this incarnation's leases hold
+	renewals renewals            // the latest confirmed renewals of this incarnation
 	expired  bool                // the membership expired: lose everything, join again
 	leaving  bool                // Run is ending: lead no more, take no slot
 	last     rdb.Beat            // the last heartbeat's news
@@ -220,7 +221,8 @@ func (r *redisRun) join(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	r.id, r.expired = id, false
-	r.leaseEnd = sent + int64(r.cfg.LeaseTTL-r.margin())
+	r.leaseEnd = sent + int64(r.cfg.LeaseTTL-r.margin()-r.replicaLag())
+	r.renewals.reset(sent)
 	r.last = rdb.Beat{}
 	r.mu.Unlock()
 	r.epochSeen, r.versionSeen = -1, -1
