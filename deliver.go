@@ -31,6 +31,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 	ctx, cancel := context.WithDeadline(s.ctx, sent.Add(c.cfg.consumeTimeout))
 	defer cancel()
 	flushed := time.Now()
+	tm := t.sub.topic.metrics
 	for i := range res.Deliveries {
 		d := &res.Deliveries[i]
 		if now := time.Now(); len(s.pending) > 0 && now.Sub(flushed) >= flushEvery {
@@ -39,6 +40,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 		}
 		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || time.Now().After(restoreAfter) {
 			c.counters.restored.Add(int64(len(res.Deliveries) - i))
+			tm.restored.Add(int64(len(res.Deliveries) - i))
 			for j := range res.Deliveries[i:] {
 				s.pending = append(s.pending, res.Deliveries[i+j].Settle(rdb.Restore))
 			}
@@ -46,21 +48,33 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 		}
 		m := newMessage(t.sub.topic, s.lease.Slot(), d, res.NowMs)
 		c.counters.delivered.Add(1)
+		tm.delivered.Add(1)
 		if m.Attempt > 1 {
 			c.counters.redelivered.Add(1)
+			tm.redelivered.Add(1)
 		}
-		err := t.call(ctx, m)
+		start := time.Now()
+		if !m.Due.IsZero() {
+			tm.lateness.observe(start.Sub(m.Due))
+		}
+		err := t.call(ctx, m, start)
 		action := rdb.Commit
 		switch {
 		case err == nil:
 			c.counters.committed.Add(1)
+			tm.committed.Add(1)
 		case errors.Is(err, ErrNotOwner):
 			// Not done, and not the message's fault: back as it was.
 			c.counters.notOwner.Add(1)
+			tm.notOwner.Add(1)
 			action = rdb.Restore
 			c.cfg.logger.Info("rmq: listener gave the message back: slot no longer owned", "topic", m.Topic, "slot", m.Slot)
 		default:
 			c.counters.failed.Add(1)
+			tm.failed.Add(1)
+			if m.RetriesLeft == 0 {
+				tm.dead.Add(1)
+			}
 			action = rdb.Rollback
 			c.cfg.logger.Warn("rmq: listener failed", "topic", m.Topic, "slot", m.Slot,
 				"attempt", m.Attempt, "retries_left", m.RetriesLeft, "err", err)
@@ -69,9 +83,9 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 	}
 }
 
-// call runs the listener on m, turning a panic into an error.
-func (t *thread) call(ctx context.Context, m *Message) (err error) {
-	start := time.Now()
+// call runs the listener on m, started at start, turning a panic into an
+// error, and records how long it took.
+func (t *thread) call(ctx context.Context, m *Message, start time.Time) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.sub.c.counters.panics.Add(1)
@@ -79,7 +93,9 @@ func (t *thread) call(ctx context.Context, m *Message) (err error) {
 			t.sub.c.cfg.logger.Error("rmq: listener panicked", "topic", m.Topic, "slot", m.Slot,
 				"panic", r, "stack", string(debug.Stack()))
 		}
-		t.sub.stats.observe(time.Since(start))
+		took := time.Since(start)
+		t.sub.stats.observe(took)
+		t.sub.topic.metrics.duration.observe(took)
 	}()
 	return t.sub.listener.OnMessage(ctx, m)
 }

@@ -26,7 +26,12 @@ func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
 		reqPool.Put(r)
 		return err
 	}
-	return p.queue.send(ctx, r)
+	metrics := r.topic.metrics
+	if err := p.queue.send(ctx, r); err != nil {
+		return err
+	}
+	metrics.sent.Add(1)
+	return nil
 }
 
 // SendBatch stores msgs in one pipeline. Every message is validated first: if
@@ -53,6 +58,11 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 		chunk := reqs[start:min(start+maxPipeline, len(reqs))]
 		if err := p.queue.store(ctx, chunk); err != nil {
 			return err
+		}
+		for _, r := range chunk {
+			if r.err == nil {
+				r.topic.metrics.sent.Add(1)
+			}
 		}
 		for i, r := range chunk {
 			if r.err != nil {

@@ -57,6 +57,7 @@ type Client struct {
 	consumers   callGate       // consumers' Redis calls; shut when consumption is abandoned
 	background  sync.WaitGroup // the wake-up listener and the presence entry
 	coord       rdb.Coordination
+	backlogs    backlogCache
 }
 
 // New returns a client on client, which may be a single node, Sentinel or

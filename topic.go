@@ -130,8 +130,9 @@ func decodeTopic(name, def string) (Topic, error) {
 // topicInfo is a defined topic with its keys computed once.
 type topicInfo struct {
 	Topic
-	slots []rdb.SlotKeys
-	wake  string
+	slots   []rdb.SlotKeys
+	wake    string
+	metrics *topicMetrics
 }
 
 // topicCache remembers topics known to be defined. Definitions never change,
@@ -156,7 +157,7 @@ func (c *topicCache) put(keys rdb.Keyspace, t Topic) *topicInfo {
 	if c.byName == nil {
 		c.byName = make(map[string]*topicInfo)
 	}
-	ti := &topicInfo{Topic: t, slots: keys.Slots(t.Name, t.SlotAmount), wake: keys.WakeChannel(t.Name)}
+	ti := &topicInfo{Topic: t, slots: keys.Slots(t.Name, t.SlotAmount), wake: keys.WakeChannel(t.Name), metrics: newTopicMetrics()}
 	c.byName[t.Name] = ti
 	return ti
 }

@@ -26,6 +26,9 @@ type Broker interface {
 	Cycle(ctx context.Context, keys SlotKeys, req *CycleRequest) (CycleResult, error)
 	// Cancel removes a pending member from a slot; it reports whether one was removed.
 	Cancel(ctx context.Context, keys SlotKeys, member []byte) (bool, error)
+	// Backlog returns the sizes of each slot's sets and, with dueTimes, the
+	// earliest due time in each store, in one pipeline; and the Redis time.
+	Backlog(ctx context.Context, slots []SlotKeys, dueTimes bool) ([]SlotBacklog, int64, error)
 	// Counts returns the sizes of each slot's sets, in one pipeline.
 	Counts(ctx context.Context, slots []SlotKeys) ([]SlotCounts, error)
 	// Dead returns up to limit dead entries of a slot, oldest death first.

@@ -1,0 +1,88 @@
+package rmq
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Backlog is what a topic holds in Redis now, by state, and how long its
+// oldest due message has waited.
+type Backlog struct {
+	Topic string
+	// Store, Retry, Prepare and Dead count the messages in each state, as
+	// Stats does.
+	Store, Retry, Prepare, Dead int64
+	// OldestDueAge is how long ago the earliest due time still in store
+	// passed, by the Redis clock: 0 if no stored message is due yet, and
+	// always 0 on a Priority topic (its messages are due at once, by
+	// priority). Retried messages, due at once, do not count.
+	OldestDueAge time.Duration
+	// Slots has the counts per slot, indexed by slot.
+	Slots []SlotStats
+	// Read is when the figures were read from Redis.
+	Read time.Time
+}
+
+// backlogMaxAge is how long a Backlog read serves every caller: a storm of
+// scrapes reads Redis at most once per topic per backlogMaxAge.
+const backlogMaxAge = time.Second
+
+// backlogCache holds the latest Backlog read per topic.
+type backlogCache struct {
+	mu      sync.Mutex
+	byTopic map[string]*backlogEntry
+}
+
+type backlogEntry struct {
+	mu   sync.Mutex // held while reading, so concurrent callers wait for one read
+	last Backlog
+}
+
+// Backlog returns topic's backlog, read with O(slots) commands in one
+// pipeline (never O(messages)), and cached: a call within a second of the
+// last read returns that read.
+func (c *Client) Backlog(ctx context.Context, topic string) (Backlog, error) {
+	t, err := c.lookupTopic(ctx, topic)
+	if err != nil {
+		return Backlog{}, err
+	}
+	c.backlogs.mu.Lock()
+	if c.backlogs.byTopic == nil {
+		c.backlogs.byTopic = make(map[string]*backlogEntry)
+	}
+	e := c.backlogs.byTopic[topic]
+	if e == nil {
+		e = &backlogEntry{}
+		c.backlogs.byTopic[topic] = e
+	}
+	c.backlogs.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.last.Read.IsZero() && time.Since(e.last.Read) < backlogMaxAge {
+		return e.last, nil
+	}
+	slots, nowMs, err := c.broker.Backlog(ctx, t.slots, t.Type != Priority)
+	if err != nil {
+		return Backlog{}, fmt.Errorf("rmq: backlog of topic %q: %w", topic, err)
+	}
+	b := Backlog{Topic: t.Name, Slots: make([]SlotStats, len(slots)), Read: time.Now()}
+	oldest := int64(0)
+	for i, s := range slots {
+		b.Slots[i] = SlotStats{Slot: i, Store: s.Store, Retry: s.Retry, Prepare: s.Prepare, Dead: s.Dead}
+		b.Store += s.Store
+		b.Retry += s.Retry
+		b.Prepare += s.Prepare
+		b.Dead += s.Dead
+		if due := s.EarliestDueMs; due > 0 && due <= nowMs && (oldest == 0 || due < oldest) {
+			oldest = due
+		}
+	}
+	if oldest > 0 {
+		b.OldestDueAge = time.Duration(nowMs-oldest) * time.Millisecond
+	}
+	e.last = b
+	return b, nil
+}

@@ -1,0 +1,90 @@
+package rmq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+func topicMetrics(c *rmq.Client, topic string) rmq.TopicMetrics {
+	for _, m := range c.TopicMetrics() {
+		if m.Topic == topic {
+			return m
+		}
+	}
+	return rmq.TopicMetrics{}
+}
+
+func TestTopicMetricsCountDeliveriesAndLateness(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, rmq.WithRetryBackoff(rmq.NoBackoff))
+		define(t, c, "fixed", 4, rmq.FixedTime)
+		define(t, c, "other", 4, rmq.Priority)
+		rec := newRecorder()
+		rec.fail = func(m *rmq.Message) error {
+			if string(m.Content) == "bad" {
+				return errors.New("no")
+			}
+			return nil
+		}
+		require.NoError(t, c.Subscribe("fixed", rec, rmq.WithThreads(2)))
+		run(t, c)
+		due := time.Now().Add(50 * time.Millisecond)
+		for i := range 5 {
+			require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: fmt.Appendf(nil, "m%d", i), FixedTime: due}))
+		}
+		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("bad"), FixedTime: due}))
+		require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "other", Content: []byte("x"), Priority: 20}))
+		rec.waitCalls(t, 5+1+rmq.MaxRetries, 20*time.Second)
+		eventually(t, 5*time.Second, "the dead message counted", func() bool { return topicMetrics(c, "fixed").Dead == 1 })
+
+		m := topicMetrics(c, "fixed")
+		assert.Equal(t, rmq.FixedTime, m.Type)
+		assert.Equal(t, int64(6), m.Sent)
+		assert.Equal(t, int64(5+1+rmq.MaxRetries), m.Delivered)
+		assert.Equal(t, int64(rmq.MaxRetries), m.Redelivered)
+		assert.Equal(t, int64(5), m.Committed)
+		assert.Equal(t, int64(1+rmq.MaxRetries), m.Failed)
+		assert.Equal(t, uint64(6), m.Lateness.Count, "first deliveries of a time topic")
+		assert.Greater(t, m.Lateness.Quantile(0.99), time.Duration(0))
+		assert.Less(t, m.Lateness.Quantile(0.5), 5*time.Second)
+		assert.Equal(t, uint64(m.Delivered), m.ListenerDuration.Count)
+		assert.Equal(t, 4, m.OwnedSlots, "every slot of the subscribed topic")
+		o := topicMetrics(c, "other")
+		assert.Equal(t, int64(1), o.Sent)
+		assert.Zero(t, o.Delivered, "not subscribed here")
+		assert.Zero(t, o.OwnedSlots)
+	})
+}
+
+func TestBacklogCountsStatesAndTheOldestDueAge(t *testing.T) {
+	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		define(t, c, "fixed", 8, rmq.FixedTime)
+		for i := range 10 {
+			require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: fmt.Appendf(nil, "m%d", i),
+				FixedTime: time.Now().Add(time.Duration(10+i*100) * time.Millisecond)}))
+		}
+		time.Sleep(300 * time.Millisecond)
+		bl, err := c.Backlog(ctx, "fixed")
+		require.NoError(t, err)
+		assert.Equal(t, int64(10), bl.Store)
+		assert.Len(t, bl.Slots, 8)
+		assert.InDelta(t, float64(290*time.Millisecond), float64(bl.OldestDueAge), float64(100*time.Millisecond))
+		again, err := c.Backlog(ctx, "fixed")
+		require.NoError(t, err)
+		assert.Equal(t, bl.Read, again.Read, "within a second the last read is served")
+		_, err = c.Backlog(ctx, "nope")
+		assert.ErrorIs(t, err, rmq.ErrUnknownTopic)
+	})
+}
