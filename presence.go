@@ -26,7 +26,7 @@ const (
 // presence is one client's entry in the presence set.
 type presence struct {
 	co  rdb.Coordination
-	me  string // "<kind>/<process id>"
+	me  string // "<kind>/<host>:<pid>:<nonce>"
 	log func(msg string, args ...any)
 }
 
@@ -36,7 +36,7 @@ func (c *Client) newPresence() *presence {
 		kind = k.Kind()
 	}
 	host, _ := os.Hostname()
-	return &presence{co: c.coord, me: fmt.Sprintf("%s/%s-%d-%p", kind, host, os.Getpid(), c), log: c.cfg.logger.Error}
+	return &presence{co: c.coord, me: fmt.Sprintf("%s/%s:%d:%p", kind, host, os.Getpid(), c), log: c.cfg.logger.Error}
 }
 
 // join adds the entry. A conflicting neighbour may be a process that just

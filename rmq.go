@@ -58,6 +58,7 @@ type Client struct {
 	background  sync.WaitGroup // the wake-up listener and the presence entry
 	coord       rdb.Coordination
 	backlogs    backlogCache
+	redis       redis.UniversalClient
 }
 
 // New returns a client on client, which may be a single node, Sentinel or
@@ -91,6 +92,7 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 	c.hard, c.hardCancel = context.WithCancel(context.Background())
 	c.abandoned = make(chan struct{})
 	c.coord = rdb.NewCoordination(r, keys)
+	c.redis = r
 	q := &sendQueue{broker: c.broker, log: cfg.logger, sent: &c.counters.sent, retries: &c.counters.sendRetries}
 	if cfg.sendStream {
 		q.stream = rdb.NewStream(r)

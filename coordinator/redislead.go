@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"time"
 )
 
 // redisWorker is a worker's description in the Redis coordinator's workers
@@ -15,6 +14,7 @@ type redisWorker struct {
 	Host    string                    `json:"host"`
 	PID     int                       `json:"pid"`
 	Started int64                     `json:"started"` // Unix ms
+	TTL     int64                     `json:"ttl"`     // lease TTL in ms
 	Leaving bool                      `json:"leaving,omitempty"`
 	Topics  map[string]redisTopicSpec `json:"topics"`
 }
@@ -27,7 +27,7 @@ type redisTopicSpec struct {
 
 // describe returns this worker's description.
 func (r *redisRun) describe(leaving bool) string {
-	w := redisWorker{PID: os.Getpid(), Started: time.Now().UnixMilli(), Leaving: leaving,
+	w := redisWorker{PID: os.Getpid(), Started: r.started.UnixMilli(), TTL: r.cfg.LeaseTTL.Milliseconds(), Leaving: leaving,
 		Topics: make(map[string]redisTopicSpec, len(r.topics))}
 	w.Host, _ = os.Hostname()
 	for name, t := range r.topics {

@@ -44,6 +44,7 @@ type redisRun struct {
 	leases   map[*Lease]struct{} // handed out and not yet released
 
 	// Loop state.
+	started     time.Time
 	incarnation int
 	epochSeen   int64
 	versionSeen int64
@@ -74,7 +75,7 @@ func newRedisRun(co rdb.Coordination, cfg RedisConfig, log *slog.Logger, m Membe
 		co: co, cfg: cfg, m: m, h: h,
 		log:  log.With("worker", cfg.WorkerID, "namespace", m.Namespace),
 		kick: make(chan struct{}, 1), beat: make(chan struct{}, 1), done: make(chan struct{}),
-		leases: make(map[*Lease]struct{}), topics: make(map[string]*redisTopic),
+		leases: make(map[*Lease]struct{}), topics: make(map[string]*redisTopic), started: time.Now(),
 	}
 	keys := rdb.NewKeyspace(m.Namespace)
 	for _, t := range m.Topics {
