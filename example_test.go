@@ -23,7 +23,7 @@ func exampleClient(opts ...rmq.Option) (*rmq.Client, func()) {
 	if err != nil {
 		panic(err)
 	}
-	return c, func() { rdb.Close(); srv.Close() }
+	return c, func() { _ = c.Close(context.Background()); rdb.Close(); srv.Close() }
 }
 
 // consumeUntil runs c until n messages were handled by handle.

@@ -59,6 +59,7 @@ func (c *Client) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
+	c.stats.start()
 	bgCtx, stopBackground := context.WithCancel(c.hard)
 	c.background.Go(func() { p.renew(bgCtx) })
 	c.background.Go(func() { newWakeListener(c, subs).run(bgCtx) })
@@ -145,6 +146,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed.Store(true)
 	c.mu.Unlock()
 	c.producer.queue.closeStream(ctx)
+	c.stats.close(ctx)
 	c.hardCancel()
 	return err
 }

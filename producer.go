@@ -31,6 +31,7 @@ func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
 		return err
 	}
 	metrics.sent.Add(1)
+	p.c.stats.start()
 	return nil
 }
 
@@ -64,6 +65,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 				r.topic.metrics.sent.Add(1)
 			}
 		}
+		p.c.stats.start()
 		for i, r := range chunk {
 			if r.err != nil {
 				return fmt.Errorf("rmq: send message %d to topic %q: %w", start+i, r.topic.Name, r.err)

@@ -58,6 +58,7 @@ type Client struct {
 	background  sync.WaitGroup // the wake-up listener and the presence entry
 	coord       rdb.Coordination
 	backlogs    backlogCache
+	stats       statsFlusher
 	redis       redis.UniversalClient
 }
 
@@ -93,6 +94,7 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 	c.abandoned = make(chan struct{})
 	c.coord = rdb.NewCoordination(r, keys)
 	c.redis = r
+	c.stats.c = c
 	q := &sendQueue{broker: c.broker, log: cfg.logger, sent: &c.counters.sent, retries: &c.counters.sendRetries}
 	if cfg.sendStream {
 		q.stream = rdb.NewStream(r)

@@ -88,3 +88,47 @@ func TestBacklogCountsStatesAndTheOldestDueAge(t *testing.T) {
 		assert.ErrorIs(t, err, rmq.ErrUnknownTopic)
 	})
 }
+
+// Every client's metrics add up in the namespace's shared metrics, which the
+// CLI and the dashboard read.
+func TestNamespaceMetricsAddUpEveryClient(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		ns := testenv.Namespace(t, b)
+		var clients []*rmq.Client
+		for range 2 {
+			c, err := rmq.New(b.Redis, rmq.WithNamespace(ns))
+			require.NoError(t, err)
+			define(t, c, "fixed", 4, rmq.FixedTime)
+			clients = append(clients, c)
+		}
+		rec := newRecorder()
+		require.NoError(t, clients[0].Subscribe("fixed", rec))
+		done := make(chan error, 1)
+		go func() { done <- clients[0].Start(ctx) }()
+		for i := range 10 {
+			require.NoError(t, clients[i%2].Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed",
+				Content: fmt.Appendf(nil, "m%d", i), FixedTime: time.Now().Add(20 * time.Millisecond)}))
+		}
+		rec.waitCalls(t, 10, 10*time.Second)
+		for _, c := range clients {
+			require.NoError(t, c.Close(ctx))
+		}
+		require.NoError(t, <-done)
+
+		m, minutes, err := clients[0].NamespaceMetrics(ctx, "fixed", 5)
+		require.NoError(t, err)
+		assert.Equal(t, int64(10), m.Sent, "both producers")
+		assert.Equal(t, int64(10), m.Delivered)
+		assert.Equal(t, int64(10), m.Committed)
+		assert.Equal(t, uint64(10), m.Lateness.Count)
+		assert.Equal(t, uint64(10), m.ListenerDuration.Count)
+		require.Len(t, minutes, 5)
+		var sent int64
+		for _, mm := range minutes {
+			sent += mm.Sent
+		}
+		assert.Equal(t, int64(10), sent, "the last minutes hold every send")
+		assert.WithinDuration(t, time.Now(), minutes[4].Minute, time.Minute)
+	})
+}

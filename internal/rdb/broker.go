@@ -29,6 +29,10 @@ type Broker interface {
 	// Backlog returns the sizes of each slot's sets and, with dueTimes, the
 	// earliest due time in each store, in one pipeline; and the Redis time.
 	Backlog(ctx context.Context, slots []SlotKeys, dueTimes bool) ([]SlotBacklog, int64, error)
+	// AddStats adds clients' metrics to the namespace's shared ones.
+	AddStats(ctx context.Context, deltas []StatsDelta) error
+	// Stats returns a topic's shared metrics, all-time and per minute.
+	Stats(ctx context.Context, topic string, from, to int64) (map[string]int64, []map[string]int64, error)
 	// Counts returns the sizes of each slot's sets, in one pipeline.
 	Counts(ctx context.Context, slots []SlotKeys) ([]SlotCounts, error)
 	// Dead returns up to limit dead entries of a slot, oldest death first.

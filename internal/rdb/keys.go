@@ -54,6 +54,17 @@ func (k Keyspace) Assignment(topic string) string { return k.coordKey("assignmen
 // the Redis clock.
 func (k Keyspace) Presence() string { return k.coordKey("presence") }
 
+// Stats is a hash of every process's metrics of topic since the namespace
+// began, flushed by each client every few seconds: field → count (see
+// StatsDelta).
+func (k Keyspace) Stats(topic string) string { return k.coordKey("stats:" + topic) }
+
+// StatsMinute is a hash like Stats of what happened in one minute (Unix
+// minutes), kept two hours.
+func (k Keyspace) StatsMinute(topic string, minute int64) string {
+	return k.coordKey("stats:" + topic + ":" + strconv.FormatInt(minute, 10))
+}
+
 // CoordChannel is the Redis coordinator's pub/sub channel: "members" (the
 // membership changed), "leader" (a leader took over), "epoch" (assignments
 // changed), "free" (a slot was released).

@@ -1,0 +1,177 @@
+package rmq
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/wait"
+)
+
+// Each client adds what its TopicMetrics gained to the namespace's shared
+// metrics in Redis every statsFlushEvery (and when it closes), so that the
+// figures of every process add up where the CLI and the dashboard read them
+// (NamespaceMetrics). One pipeline per flush, O(topics), and none while
+// nothing changed.
+const statsFlushEvery = 2 * time.Second
+
+// MinuteMetrics are what every process of the namespace reported for one
+// topic in one minute.
+type MinuteMetrics struct {
+	Minute                             time.Time
+	Sent, Delivered, Committed, Failed int64
+	Lateness                           Histogram
+}
+
+// NamespaceMetrics returns topic's metrics summed over every process of the
+// namespace since it began (as flushed: up to a few seconds behind), and
+// per minute for the last minutes (oldest first, the current minute last).
+// OwnedSlots is not set.
+func (c *Client) NamespaceMetrics(ctx context.Context, topic string, minutes int) (TopicMetrics, []MinuteMetrics, error) {
+	t, err := c.lookupTopic(ctx, topic)
+	if err != nil {
+		return TopicMetrics{}, nil, err
+	}
+	now := time.Now().Unix() / 60
+	from := now - int64(max(minutes, 1)) + 1
+	total, perMinute, err := c.broker.Stats(ctx, t.Name, from, now)
+	if err != nil {
+		return TopicMetrics{}, nil, fmt.Errorf("rmq: metrics of topic %q: %w", topic, err)
+	}
+	m := TopicMetrics{Topic: t.Name, Type: t.Type, Sent: total["sent"], Delivered: total["delivered"],
+		Redelivered: total["redelivered"], Committed: total["committed"], Failed: total["failed"],
+		NotOwner: total["not_owner"], Restored: total["restored"], Dead: total["dead"],
+		Lateness: histogramOf(total, "lateness", LatenessBuckets), ListenerDuration: histogramOf(total, "duration", DurationBuckets)}
+	out := make([]MinuteMetrics, len(perMinute))
+	for i, f := range perMinute {
+		out[i] = MinuteMetrics{Minute: time.Unix((from+int64(i))*60, 0), Sent: f["sent"], Delivered: f["delivered"],
+			Committed: f["committed"], Failed: f["failed"], Lateness: histogramOf(f, "lateness", LatenessBuckets)}
+	}
+	return m, out, nil
+}
+
+// histogramOf reads a histogram from shared metric fields.
+func histogramOf(f map[string]int64, name string, bounds []float64) Histogram {
+	h := Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
+	for i := range h.Counts {
+		h.Counts[i] = uint64(max(f[name+"_"+strconv.Itoa(i)], 0))
+		h.Count += h.Counts[i]
+	}
+	h.Sum = float64(f[name+"_sum_us"]) / 1e6
+	return h
+}
+
+// statsFlusher adds the client's metrics to the shared ones; it starts with
+// the client's first send or Start, and its last flush happens in Close.
+type statsFlusher struct {
+	c *Client
+
+	running atomic.Bool // started, for a lock-free check on the send path
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	stop    context.CancelFunc
+	done    chan struct{}
+
+	last map[string]TopicMetrics // flushed so far (flusher goroutine only)
+}
+
+// start runs the flusher unless it runs or the client closed.
+func (f *statsFlusher) start() {
+	if f.running.Load() {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.started || f.closed {
+		return
+	}
+	f.started = true
+	f.running.Store(true)
+	ctx, stop := context.WithCancel(context.Background())
+	f.stop, f.done = stop, make(chan struct{})
+	go func() {
+		defer close(f.done)
+		for ctx.Err() == nil {
+			wait.Sleep(ctx, statsFlushEvery)
+			if ctx.Err() == nil {
+				f.flush(ctx)
+			}
+		}
+	}()
+}
+
+// close stops the flusher and flushes what is left, within ctx.
+func (f *statsFlusher) close(ctx context.Context) {
+	f.mu.Lock()
+	started := f.started && !f.closed
+	f.closed = true
+	f.mu.Unlock()
+	if !started {
+		return
+	}
+	f.stop()
+	<-f.done
+	f.flush(ctx)
+}
+
+// flush adds what the metrics gained since the last flush.
+func (f *statsFlusher) flush(ctx context.Context) {
+	if f.last == nil {
+		f.last = make(map[string]TopicMetrics)
+	}
+	minute := time.Now().Unix() / 60
+	var deltas []rdb.StatsDelta
+	now := f.c.TopicMetrics()
+	for _, m := range now {
+		fields := deltaFields(f.last[m.Topic], m)
+		if len(fields) > 0 {
+			deltas = append(deltas, rdb.StatsDelta{Topic: m.Topic, Minute: minute, Fields: fields})
+		}
+	}
+	if len(deltas) == 0 {
+		return
+	}
+	if err := f.c.broker.AddStats(ctx, deltas); err != nil {
+		f.c.cfg.logger.Warn("rmq: sharing metrics failed; they go with the next flush", "err", err)
+		return
+	}
+	for _, m := range now {
+		f.last[m.Topic] = m
+	}
+}
+
+// deltaFields returns the shared metric fields that grew from old to m.
+func deltaFields(old, m TopicMetrics) map[string]int64 {
+	fields := make(map[string]int64)
+	add := func(name string, n int64) {
+		if n != 0 {
+			fields[name] = n
+		}
+	}
+	add("sent", m.Sent-old.Sent)
+	add("delivered", m.Delivered-old.Delivered)
+	add("redelivered", m.Redelivered-old.Redelivered)
+	add("committed", m.Committed-old.Committed)
+	add("failed", m.Failed-old.Failed)
+	add("not_owner", m.NotOwner-old.NotOwner)
+	add("restored", m.Restored-old.Restored)
+	add("dead", m.Dead-old.Dead)
+	addHistogram := func(name string, h, o Histogram) {
+		for i := range h.Counts {
+			var before uint64
+			if i < len(o.Counts) {
+				before = o.Counts[i]
+			}
+			add(name+"_"+strconv.Itoa(i), int64(h.Counts[i]-before))
+		}
+		add(name+"_sum_us", int64((h.Sum-o.Sum)*1e6))
+	}
+	addHistogram("lateness", m.Lateness, old.Lateness)
+	addHistogram("duration", m.ListenerDuration, old.ListenerDuration)
+	return fields
+}
