@@ -1,6 +1,10 @@
 package rmq
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/rmq-go/rmq/coordinator"
+)
 
 // Sentinel errors. Every error returned for bad input wraps one of these, with
 // the topic (and slot where it applies) in the message; test with errors.Is.
@@ -14,8 +18,10 @@ var (
 	ErrSlotAmount = errors.New("rmq: slot amount must be a power of two")
 	// ErrInvalidTopicType: a TopicType outside RangeMerge, Priority, FixedTime.
 	ErrInvalidTopicType = errors.New("rmq: invalid topic type")
-	// ErrTopicConflict: a topic is defined again with another slot amount or type.
-	ErrTopicConflict = errors.New("rmq: topic already defined differently")
+	// ErrTopicConflict: a topic is defined again with another slot amount or
+	// type, in Redis or in the coordinator's record. It is the same error as
+	// coordinator.ErrTopicConflict.
+	ErrTopicConflict = coordinator.ErrTopicConflict
 	// ErrUnknownTopic: a send, subscribe or admin call names a topic that was
 	// never defined in this namespace.
 	ErrUnknownTopic = errors.New("rmq: unknown topic")

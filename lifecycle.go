@@ -2,7 +2,6 @@ package rmq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -88,9 +87,6 @@ func (c *Client) Start(ctx context.Context) error {
 		c.state = stateStopped
 	}
 	c.mu.Unlock()
-	if errors.Is(err, coordinator.ErrTopicConflict) {
-		return fmt.Errorf("%w: %v", ErrTopicConflict, err)
-	}
 	if err != nil {
 		return fmt.Errorf("rmq: coordinator: %w", err)
 	}

@@ -16,8 +16,8 @@
 //
 // Each slot is consumed by one goroutine at a time: in one process by the
 // local coordinator, across processes by the ZooKeeper coordinator (package
-// coordinator), which hands slots over only after the previous owner has let
-// go. See the README for keys, scores, guarantees and limits.
+// coordinator/zookeeper), which hands slots over only after the previous
+// owner has let go. See the README for keys, scores, guarantees and limits.
 package rmq
 
 import (

@@ -293,7 +293,7 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		c.counters.fenced.Add(1)
 		c.cfg.logger.Warn("rmq: slot is held by another owner; letting it go", "topic", t.sub.topic.Name,
 			"slot", s.lease.Slot(), "token", s.lease.Token(), "owner", res.Owner)
-		s.lease.Lose()
+		s.lease.Fenced()
 		t.release(hard, s)
 		return
 	}

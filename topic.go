@@ -3,7 +3,6 @@ package rmq
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -187,20 +186,11 @@ func (c *Client) DefineTopic(ctx context.Context, t Topic) error {
 	}
 	if r, ok := c.cfg.coordinator.(coordinator.TopicRecorder); ok {
 		if err := r.RecordTopic(ctx, c.cfg.namespace, t.Name, def); err != nil {
-			return coordinatorTopicErr(t.Name, err)
+			return fmt.Errorf("rmq: topic %q in coordinator: %w", t.Name, err)
 		}
 	}
 	c.topics.put(c.keys, t)
 	return nil
-}
-
-// coordinatorTopicErr wraps a coordinator's topic error, mapping its conflict
-// to ErrTopicConflict.
-func coordinatorTopicErr(name string, err error) error {
-	if errors.Is(err, coordinator.ErrTopicConflict) {
-		return fmt.Errorf("%w: topic %q: %v", ErrTopicConflict, name, err)
-	}
-	return fmt.Errorf("rmq: topic %q in coordinator: %w", name, err)
 }
 
 // lookupTopic returns a defined topic, from the cache or from Redis.

@@ -7,8 +7,8 @@ import (
 
 // Owner is the thread that consumes a slot: Worker "" means none.
 type Owner struct {
-	Worker string `json:"w"`
-	Thread int    `json:"t"`
+	Worker string
+	Thread int
 }
 
 // WorkerThreads is one worker's thread count for a topic.

@@ -4,8 +4,14 @@
 // start anywhere else, asks for it back and waits until the holder releases it
 // (or until the holder's lease has provably expired).
 //
-// Two coordinators ship with RMQ: Local (one process owns every slot) and
-// ZooKeeper (slots spread over every live worker of a cluster).
+// The package holds what every coordinator and its implementers share: the
+// Coordinator and Handler interfaces, the Lease a holder gets and the Grant
+// its coordinator keeps, and Assign, the pure assignment of slots to threads.
+// Two coordinators live here: Redis (slots spread over every live worker,
+// with nothing but Redis; the default of rmq.New) and Local (one process owns
+// every slot). The ZooKeeper coordinator is in package
+// github.com/rmq-go/rmq/coordinator/zookeeper, so that importing this package
+// does not link a ZooKeeper client.
 package coordinator
 
 import (
@@ -49,7 +55,8 @@ type TopicThreads struct {
 // Handler receives the coordinator's decisions. Its methods must not block.
 type Handler interface {
 	// Assigned hands a slot to one of this process's threads. The thread may
-	// pop from the slot while the lease is valid and not revoked.
+	// pop from the slot while the lease is valid and not revoked. The
+	// coordinator keeps the lease's Grant.
 	Assigned(l *Lease)
 	// Revoked asks for a slot back: the thread stops popping, lets the
 	// message in hand finish, returns unstarted ones, settles outcomes, and
@@ -57,9 +64,10 @@ type Handler interface {
 	Revoked(l *Lease)
 }
 
-// ErrTopicConflict is returned when a topic definition differs from the one
-// the coordinator recorded.
-var ErrTopicConflict = errors.New("rmq: topic definition conflicts with the coordinator's")
+// ErrTopicConflict is returned when a topic is defined again with another
+// slot amount or type: by a coordinator whose recorded definition differs,
+// and by the rmq client (rmq.ErrTopicConflict is this same error).
+var ErrTopicConflict = errors.New("rmq: topic already defined differently")
 
 // TopicRecorder is implemented by coordinators that keep topic definitions.
 type TopicRecorder interface {

@@ -18,7 +18,13 @@ var clockBase = time.Now()
 
 func monoNow() int64 { return int64(time.Since(clockBase)) }
 
-// Lease is one slot of one topic given to one thread of this process.
+// noDeadline is the deadline of a lease that has none yet.
+const noDeadline = math.MaxInt64
+
+// Lease is one slot of one topic given to one thread of this process: the
+// holder's side. The holder pops from the slot while the lease is valid and
+// not revoked, and calls Release once it has stopped. The coordinator that
+// issued the lease controls it through its Grant.
 //
 // Valid reports ownership synchronously from a deadline on the monotonic
 // clock, so a process that was frozen past its deadline sees the loss the
@@ -33,7 +39,7 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	deadline atomic.Int64 // monotonic ns; math.MaxInt64 = none
+	deadline atomic.Int64 // monotonic ns since clockBase; noDeadline = none
 	lost     atomic.Bool
 
 	revokeOnce  sync.Once
@@ -42,11 +48,12 @@ type Lease struct {
 	released    chan struct{}
 }
 
-// NewLease returns a lease for coordinator implementations. token is the
-// fencing token Redis checks on every pop of the slot (0 = unfenced); tokens
-// of successive owners of one slot must increase. The lease has no deadline
-// until SetDeadline.
-func NewLease(topic string, slot, thread int, token int64) *Lease {
+// NewLease returns a lease for coordinator implementations: the Lease goes to
+// the holder (through Handler.Assigned), the Grant stays with the coordinator.
+// token is the fencing token Redis checks on every pop of the slot (0 =
+// unfenced); tokens of successive owners of one slot must increase. The lease
+// has no deadline until the grant sets one.
+func NewLease(topic string, slot, thread int, token int64) (*Lease, *Grant) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l := &Lease{
 		topic: topic, slot: slot, thread: thread, token: token,
@@ -54,8 +61,8 @@ func NewLease(topic string, slot, thread int, token int64) *Lease {
 		revoking: make(chan struct{}),
 		released: make(chan struct{}),
 	}
-	l.deadline.Store(math.MaxInt64)
-	return l
+	l.deadline.Store(noDeadline)
+	return l, &Grant{l: l}
 }
 
 // Topic returns the topic of the slot.
@@ -75,14 +82,12 @@ func (l *Lease) Token() int64 { return l.token }
 // alone: then Redis learns the token from the first pop.
 func (l *Lease) Record() string { return l.record }
 
-// Context is cancelled, with cause ErrLeaseLost, when the lease is lost.
+// Context is cancelled, with cause ErrLeaseLost, when the lease is lost, and
+// with context.Canceled when it is released.
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Revoking is closed when the coordinator wants the slot back (or it was lost).
 func (l *Lease) Revoking() <-chan struct{} { return l.revoking }
-
-// Released is closed once the holder has released the slot.
-func (l *Lease) Released() <-chan struct{} { return l.released }
 
 // Valid reports whether this process still owns the slot: not lost, not
 // released, and the monotonic clock is before the deadline.
@@ -90,8 +95,19 @@ func (l *Lease) Valid() bool {
 	return !l.lost.Load() && monoNow() < l.deadline.Load()
 }
 
+// Remaining returns the time left before the deadline (negative once past);
+// math.MaxInt64 nanoseconds when the lease has no deadline.
+func (l *Lease) Remaining() time.Duration {
+	d := l.deadline.Load()
+	if d == noDeadline {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(d - monoNow())
+}
+
 // Release tells the coordinator the holder has stopped: no pop will follow
-// and every delivered message is settled. Ownership ends with it.
+// and every delivered message is settled. Ownership ends with it. Only the
+// first call counts.
 func (l *Lease) Release() {
 	l.releaseOnce.Do(func() {
 		l.lost.Store(true)
@@ -101,32 +117,52 @@ func (l *Lease) Release() {
 	})
 }
 
-// Revoke asks the holder to release the slot (for coordinator implementations;
-// the holder learns it through Handler.Revoked and Revoking).
-func (l *Lease) Revoke() { l.revoke() }
+// Fenced tells the lease that Redis refused the holder's token: a newer owner
+// holds the slot. Ownership ends at once, as with Grant.Lose (Valid turns
+// false, the context is cancelled with cause ErrLeaseLost, the lease is
+// revoked); the holder still calls Release when it has stopped.
+func (l *Lease) Fenced() { l.lose() }
 
 func (l *Lease) revoke() { l.revokeOnce.Do(func() { close(l.revoking) }) }
 
-// Lose ends ownership at once: Valid turns false, the context is cancelled
-// and the lease is revoked. The holder still calls Release when it stops.
-func (l *Lease) Lose() {
+func (l *Lease) lose() {
 	l.lost.Store(true)
 	l.cancel(ErrLeaseLost)
 	l.revoke()
 }
 
-// SetDeadline sets when ownership ends unless extended: d from now, on the
+// Grant is the coordinator's side of a Lease: it asks for the slot back,
+// takes it away, sets how long ownership lasts, and learns when the holder
+// has released it. It is safe for concurrent use.
+type Grant struct{ l *Lease }
+
+// Lease returns the holder's side, to hand to Handler.Assigned and
+// Handler.Revoked.
+func (g *Grant) Lease() *Lease { return g.l }
+
+// Revoke asks the holder to release the slot: Revoking closes. The
+// coordinator also calls Handler.Revoked, and waits for Released.
+func (g *Grant) Revoke() { g.l.revoke() }
+
+// Lose ends ownership at once: Valid turns false, the context is cancelled
+// with cause ErrLeaseLost and the lease is revoked. The holder still calls
+// Release when it stops.
+func (g *Grant) Lose() { g.l.lose() }
+
+// SetDeadline sets when ownership ends unless set again: d from now, on the
 // monotonic clock.
-func (l *Lease) SetDeadline(d time.Duration) {
-	l.deadline.Store(monoNow() + int64(d))
+func (g *Grant) SetDeadline(d time.Duration) {
+	g.l.deadline.Store(monoNow() + int64(d))
 }
 
-// Remaining returns the time left before the deadline (negative once past);
-// math.MaxInt64 nanoseconds when the lease has no deadline.
-func (l *Lease) Remaining() time.Duration {
-	d := l.deadline.Load()
-	if d == math.MaxInt64 {
-		return time.Duration(math.MaxInt64)
-	}
-	return time.Duration(d - monoNow())
+// SetDeadlineAt sets when ownership ends unless set again: at t, on the
+// monotonic clock. t should come from time.Now (with Add), which carries a
+// monotonic reading; a t without one (parsed, or stripped by Round(0)) is
+// placed on the monotonic clock by its wall-clock distance from now.
+func (g *Grant) SetDeadlineAt(t time.Time) {
+	now := time.Now()
+	g.l.deadline.Store(int64(now.Sub(clockBase)) + int64(t.Sub(now)))
 }
+
+// Released is closed once the holder has released the slot.
+func (g *Grant) Released() <-chan struct{} { return g.l.released }

@@ -3,10 +3,10 @@ package coordinator
 import "context"
 
 // Local gives every slot of every subscribed topic to this process, slot i
-// to thread i mod Threads. It is the default coordinator: right for one
-// process per namespace, tests, and the embedded demo. Exclusivity holds
-// inside the process; it does not stop a second process from consuming the
-// same slots, for which use the ZooKeeper coordinator.
+// to thread i mod Threads: right for one process per namespace, tests, and
+// the embedded demo. Exclusivity holds inside the process; for many
+// processes use a coordinator they share: Redis (the default of rmq.New), or
+// the one of package coordinator/zookeeper.
 type Local struct{}
 
 var _ Coordinator = Local{}
@@ -16,12 +16,12 @@ func NewLocal() Local { return Local{} }
 
 // Run implements Coordinator.
 func (Local) Run(ctx context.Context, m Member, h Handler) error {
-	var leases []*Lease
+	var grants []*Grant
 	for _, t := range m.Topics {
 		threads := max(t.Threads, 1)
 		for s := 0; s < t.SlotAmount; s++ {
-			l := NewLease(t.Topic, s, s%threads, 0)
-			leases = append(leases, l)
+			l, g := NewLease(t.Topic, s, s%threads, 0)
+			grants = append(grants, g)
 			h.Assigned(l)
 		}
 	}
@@ -29,15 +29,15 @@ func (Local) Run(ctx context.Context, m Member, h Handler) error {
 	case <-ctx.Done():
 	case <-m.Abandoned:
 	}
-	for _, l := range leases {
-		l.Revoke()
-		h.Revoked(l)
+	for _, g := range grants {
+		g.Revoke()
+		h.Revoked(g.Lease())
 	}
-	for _, l := range leases {
+	for _, g := range grants {
 		select {
-		case <-l.Released():
+		case <-g.Released():
 		case <-m.Abandoned:
-			l.Lose()
+			g.Lose()
 		}
 	}
 	return nil
@@ -46,13 +46,13 @@ func (Local) Run(ctx context.Context, m Member, h Handler) error {
 // Kind implements Kinded: "local".
 func (Local) Kind() string { return "local" }
 
-// RevokeAll revokes leases and waits until each is released.
-func RevokeAll(h Handler, leases []*Lease) {
-	for _, l := range leases {
-		l.Revoke()
-		h.Revoked(l)
+// RevokeAll revokes the leases of grants and waits until each is released.
+func RevokeAll(h Handler, grants []*Grant) {
+	for _, g := range grants {
+		g.Revoke()
+		h.Revoked(g.Lease())
 	}
-	for _, l := range leases {
-		<-l.Released()
+	for _, g := range grants {
+		<-g.Released()
 	}
 }

@@ -71,8 +71,8 @@ func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, bool
 	end := r.renewals.settled(sent, int64(r.replicaLag())) + int64(r.cfg.LeaseTTL-r.margin())
 	if end > r.leaseEnd {
 		r.leaseEnd = end
-		for l := range r.leases {
-			l.deadline.Store(end)
+		for g := range r.leases {
+			g.l.deadline.Store(end)
 		}
 	}
 	news := b.Epoch != r.last.Epoch || b.Version != r.last.Version || b.Leader != r.last.Leader

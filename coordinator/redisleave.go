@@ -33,9 +33,9 @@ func (r *redisRun) leave(ctx context.Context) {
 	var all []*redisHeld
 	for _, t := range r.topics {
 		for _, c := range t.held {
-			if !wait.Closed(c.lease.Released()) {
-				c.lease.Revoke()
-				r.h.Revoked(c.lease)
+			if !wait.Closed(c.grant.Released()) {
+				c.grant.Revoke()
+				r.h.Revoked(c.grant.Lease())
 			}
 			all = append(all, c)
 		}
@@ -46,14 +46,14 @@ func (r *redisRun) leave(ctx context.Context) {
 	for _, c := range all {
 		if !late {
 			select {
-			case <-c.lease.Released():
+			case <-c.grant.Released():
 				continue
 			case <-deadline.C:
 			case <-r.m.Abandoned:
 			}
 			late = true
 		}
-		c.lease.Lose()
+		c.grant.Lose()
 	}
 	if late {
 		// Given up on some listeners: what is left to write must not hang.

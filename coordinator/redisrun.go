@@ -41,7 +41,7 @@ type redisRun struct {
 	expired  bool                // the membership expired: lose everything, join again
 	leaving  bool                // Run is ending: lead no more, take no slot
 	last     rdb.Beat            // the last heartbeat's news
-	leases   map[*Lease]struct{} // handed out and not yet released
+	leases   map[*Grant]struct{} // handed out and not yet released
 
 	// Loop state.
 	started     time.Time
@@ -65,7 +65,7 @@ type redisTopic struct {
 type redisHeld struct {
 	slot, thread int
 	record       string
-	lease        *Lease
+	grant        *Grant
 	moving       bool      // revoked: release the record once the lease is released
 	drainBy      time.Time // when moving: take the slot away at this time
 }
@@ -75,7 +75,7 @@ func newRedisRun(co rdb.Coordination, cfg RedisConfig, log *slog.Logger, m Membe
 		co: co, cfg: cfg, m: m, h: h,
 		log:  log.With("worker", cfg.WorkerID, "namespace", m.Namespace),
 		kick: make(chan struct{}, 1), beat: make(chan struct{}, 1), done: make(chan struct{}),
-		leases: make(map[*Lease]struct{}), topics: make(map[string]*redisTopic), started: time.Now(),
+		leases: make(map[*Grant]struct{}), topics: make(map[string]*redisTopic), started: time.Now(),
 	}
 	keys := rdb.NewKeyspace(m.Namespace)
 	for _, t := range m.Topics {
@@ -97,6 +97,14 @@ func (r *redisRun) margin() time.Duration { return r.cfg.LeaseTTL / 10 }
 
 func (r *redisRun) poke()     { signal(r.kick) }
 func (r *redisRun) beatSoon() { signal(r.beat) }
+
+// signal makes a non-blocking send on a channel of capacity 1.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
 
 // run joins and reconciles until ctx ends or the client abandons
 // consumption, then leaves.
@@ -239,8 +247,8 @@ func (r *redisRun) join(ctx context.Context) error {
 func (r *redisRun) forget() {
 	for _, t := range r.topics {
 		for _, c := range t.held {
-			c.lease.Lose()
-			r.h.Revoked(c.lease)
+			c.grant.Lose()
+			r.h.Revoked(c.grant.Lease())
 		}
 		clear(t.held)
 		clear(t.waiting)
@@ -257,8 +265,8 @@ func (r *redisRun) forget() {
 func (r *redisRun) abandon() {
 	for _, t := range r.topics {
 		for _, c := range t.held {
-			c.lease.Lose()
-			r.h.Revoked(c.lease)
+			c.grant.Lose()
+			r.h.Revoked(c.grant.Lease())
 		}
 	}
 	id, _, _, _ := r.state()

@@ -24,19 +24,19 @@ func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bo
 	var done []*redisHeld // released leases whose records go back
 	for _, c := range t.held {
 		want := t.wants(id, c.slot, c.thread) && !r.isLeaving()
-		released := wait.Closed(c.lease.Released())
+		released := wait.Closed(c.grant.Released())
 		switch {
 		case released:
 			done = append(done, c)
 		case !want && !c.moving:
 			r.busy = true
 			c.moving, c.drainBy = true, now.Add(r.m.DrainTimeout)
-			c.lease.Revoke()
-			r.h.Revoked(c.lease)
+			c.grant.Revoke()
+			r.h.Revoked(c.grant.Lease())
 		case c.moving && now.After(c.drainBy):
 			r.log.Warn("rmq: redis coordinator: slot not released within the drain timeout; taking it away",
 				"topic", t.Topic, "slot", c.slot, "drain", r.m.DrainTimeout)
-			c.lease.Lose()
+			c.grant.Lose()
 			done = append(done, c)
 		case c.moving:
 			r.busy = true
@@ -195,26 +195,27 @@ func (r *redisRun) liveness(ctx context.Context, holders []string) (map[string]b
 func (r *redisRun) hold(t *redisTopic, slot int, record string) {
 	delete(t.waiting, slot)
 	c := &redisHeld{slot: slot, thread: t.desired[slot].Thread, record: record}
-	c.lease = NewLease(t.Topic, slot, c.thread, tokenOf(record))
-	c.lease.record = record
+	l, g := NewLease(t.Topic, slot, c.thread, tokenOf(record))
+	l.record = record
+	c.grant = g
 	r.mu.Lock()
-	c.lease.deadline.Store(r.leaseEnd)
-	r.leases[c.lease] = struct{}{}
+	l.deadline.Store(r.leaseEnd)
+	r.leases[g] = struct{}{}
 	r.mu.Unlock()
 	t.held[slot] = c
-	go r.forgetOnRelease(c.lease)
-	r.h.Assigned(c.lease)
+	go r.forgetOnRelease(g)
+	r.h.Assigned(l)
 }
 
 // forgetOnRelease drops a released lease from the live set and kicks the loop.
-func (r *redisRun) forgetOnRelease(l *Lease) {
+func (r *redisRun) forgetOnRelease(g *Grant) {
 	select {
-	case <-l.Released():
+	case <-g.Released():
 	case <-r.done:
 		return
 	}
 	r.mu.Lock()
-	delete(r.leases, l)
+	delete(r.leases, g)
 	r.mu.Unlock()
 	r.poke()
 }

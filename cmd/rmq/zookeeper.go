@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/coordinator/zookeeper"
 )
 
 // zkFlags are the flags of the ZooKeeper subcommands.
@@ -32,17 +33,17 @@ func addZKFlags(fs *flag.FlagSet) *zkFlags {
 }
 
 // connect returns the coordinator for admin reads; the caller closes it.
-func (f *zkFlags) connect() (*coordinator.ZooKeeper, error) {
-	cfg := coordinator.ZooKeeperConfig{Root: f.root, SessionTimeout: 10 * time.Second}
+func (f *zkFlags) connect() (*zookeeper.Coordinator, error) {
+	cfg := zookeeper.Config{Root: f.root, SessionTimeout: 10 * time.Second}
 	for s := range strings.SplitSeq(f.servers, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			cfg.Servers = append(cfg.Servers, s)
 		}
 	}
 	if f.user != "" {
-		cfg.Auth = &coordinator.DigestAuth{User: f.user, Password: f.password}
+		cfg.Auth = &zookeeper.DigestAuth{User: f.user, Password: f.password}
 	}
-	z, err := coordinator.NewZooKeeper(cfg)
+	z, err := zookeeper.New(cfg)
 	if err != nil {
 		return nil, usagef("%s", strings.TrimPrefix(err.Error(), "rmq: "))
 	}

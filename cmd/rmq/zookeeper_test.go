@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq"
-	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/coordinator/zookeeper"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
@@ -20,7 +20,7 @@ func TestWorkersAndAssignment(t *testing.T) {
 	b := testenv.Single(t)
 	ns := testenv.Namespace(t, b)
 	zk := strings.Join(servers, ",")
-	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{
+	z, err := zookeeper.New(zookeeper.Config{
 		Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq-cli", WorkerID: "cli-worker"})
 	require.NoError(t, err)
 	c, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithCoordinator(z))

@@ -1,4 +1,4 @@
-package rmq_test
+package churn_test
 
 import (
 	"context"
@@ -7,14 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rmq-go/rmq"
-	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/childproc"
 	"github.com/rmq-go/rmq/internal/churn"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
@@ -23,11 +22,11 @@ import (
 type churnRun struct {
 	t       *testing.T
 	b       testenv.Backend
-	servers []string
+	kind    coordinatorKind
+	obs     observer // the parent's view of the coordinator
 	ns      string
 	dir     string
 	client  *rmq.Client
-	admin   *coordinator.ZooKeeper
 	keys    []string // feed order: consecutive keys are in different slots
 	resStep time.Duration
 	t0      time.Time // when the feed started
@@ -35,7 +34,6 @@ type churnRun struct {
 	workers []*churnWorker
 	events  []*churnEvent
 	feed    churnFeed
-	zkDown  int      // a ZooKeeper node this run killed and has not restarted yet
 	slow    []string // slow messages sent for mid-call signals
 }
 
@@ -43,17 +41,20 @@ type churnRun struct {
 type churnEvent struct {
 	churn.Event
 	live []string // workers that should hold slots once it settles
-	// zkSettled is when ZooKeeper showed every slot held by its assigned
-	// owner among live (Unix ns; 0: not before the next event).
-	zkSettled int64
-	joined    string // for a join: the worker, whose start marker replaces At
-	note      string
+	// viewSettled is when the coordinator showed every slot held by its
+	// assigned owner among live (Unix ns; 0: not before the next event).
+	viewSettled int64
+	joined      string // for a join: the worker, whose start marker replaces At
+	note        string
 }
 
-func newChurnRun(t *testing.T) *churnRun {
+func newChurnRun(t *testing.T, kind coordinatorKind) *churnRun {
 	b := testenv.Single(t)
-	servers := testenv.ZooKeeper(t)
-	r := &churnRun{t: t, b: b, servers: servers, ns: testenv.Namespace(t, b)}
+	obs, err := kind.observer(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &churnRun{t: t, b: b, kind: kind, obs: obs, ns: testenv.Namespace(t, b)}
 	r.dir = t.TempDir()
 	if keep := os.Getenv(churnKeepEnv); keep != "" {
 		r.dir = filepath.Join(keep, r.ns)
@@ -62,14 +63,7 @@ func newChurnRun(t *testing.T) *churnRun {
 		}
 		t.Logf("logs kept in %s", r.dir)
 	}
-	admin, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers,
-		SessionTimeout: churnSession, Root: churnRoot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	r.admin = admin
-	c, err := rmq.New(b.Redis, rmq.WithNamespace(r.ns), rmq.WithCoordinator(admin))
+	c, err := rmq.New(b.Redis, rmq.WithNamespace(r.ns), rmq.WithCoordinator(obs.coordinator()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +197,7 @@ func (r *churnRun) stopFeed() []string {
 
 // churnWorker is a worker process.
 type churnWorker struct {
-	*childProcess
+	*childproc.Process
 	id       string
 	logPath  string // call log (JSON lines)
 	launched time.Time
@@ -232,16 +226,16 @@ func (r *churnRun) live(frozen ...string) []string {
 	return ids
 }
 
-// startWorker starts worker id (see startChild for its cleanup).
+// startWorker starts worker id (see childproc.Start for its cleanup).
 func (r *churnRun) startWorker(id string) *churnWorker {
 	r.t.Helper()
 	w := &churnWorker{id: id, logPath: filepath.Join(r.dir, id+".jsonl"), launched: time.Now()}
-	w.childProcess = startChild(r.t, "worker "+id, "TestChurnWorkerProcess", filepath.Join(r.dir, id+".stderr"),
+	w.Process = childproc.Start(r.t, "worker "+id, "TestChurnWorkerProcess", filepath.Join(r.dir, id+".stderr"),
 		churnWorkerEnv+"="+id,
+		churnCoordEnv+"="+r.kind.name,
 		churnNSEnv+"="+r.ns,
 		churnLogEnv+"="+w.logPath,
 		churnThreadsEnv+"="+strconv.Itoa(churnThreads),
-		"RMQ_ZK_SERVERS="+strings.Join(r.servers, ","),
 	)
 	r.workers = append(r.workers, w)
 	return w
@@ -250,10 +244,10 @@ func (r *churnRun) startWorker(id string) *churnWorker {
 // signal sends sig to worker w, which must still run.
 func (r *churnRun) signal(w *churnWorker, sig syscall.Signal) {
 	r.t.Helper()
-	if w.exited() {
-		r.t.Fatalf("worker %s exited before %v: %v\n%s", w.id, sig, w.err, w.output())
+	if w.Exited() {
+		r.t.Fatalf("worker %s exited before %v: %v\n%s", w.id, sig, w.Err(), w.Output())
 	}
-	if err := w.cmd.Process.Signal(sig); err != nil {
+	if err := w.Signal(sig); err != nil {
 		r.t.Fatalf("signal %v to worker %s: %v", sig, w.id, err)
 	}
 }

@@ -1,4 +1,4 @@
-package coordinator
+package zookeeper
 
 import (
 	"encoding/json"
@@ -9,11 +9,12 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/rmq-go/rmq/coordinator"
 	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // readAssignment refreshes t.desired when its assignment node changed.
-func (r *zkRun) readAssignment(t *zkTopic) error {
+func (r *membership) readAssignment(t *topicState) error {
 	path := r.paths.assignment(t.Topic)
 	if ch, err := r.changed(path, false); err != nil || !ch {
 		return err
@@ -31,33 +32,33 @@ func (r *zkRun) readAssignment(t *zkTopic) error {
 		r.log.Warn("rmq: unreadable assignment; keeping the last one", "topic", t.Topic, "err", err)
 		return nil
 	}
-	t.desired = a.Owners
+	t.desired = a.owners()
 	return nil
 }
 
 // wants reports whether the assignment gives slot to this worker's thread.
-func (r *zkRun) wants(t *zkTopic, slot, thread int) bool {
-	return slot < len(t.desired) && t.desired[slot] == Owner{Worker: r.id, Thread: thread}
+func (r *membership) wants(t *topicState, slot, thread int) bool {
+	return slot < len(t.desired) && t.desired[slot] == coordinator.Owner{Worker: r.id, Thread: thread}
 }
 
 // applyAssignment revokes slots that move away, deletes the owner nodes of
 // released ones, and claims slots assigned here.
-func (r *zkRun) applyAssignment(t *zkTopic, sid int64) error {
+func (r *membership) applyAssignment(t *topicState, sid int64) error {
 	now := time.Now()
 	for slot, c := range t.held {
 		want := r.wants(t, slot, c.thread)
-		released := wait.Closed(c.lease.Released())
+		released := wait.Closed(c.grant.Released())
 		switch {
 		case !want && !c.moving && !released:
 			r.busy = true
 			c.moving, c.drainBy = true, now.Add(r.m.DrainTimeout)
-			c.lease.Revoke()
-			r.h.Revoked(c.lease)
-			r.pokeWhen(c.lease.Released(), r.m.DrainTimeout)
+			c.grant.Revoke()
+			r.h.Revoked(c.grant.Lease())
+			r.pokeWhen(c.grant.Released(), r.m.DrainTimeout)
 		case c.moving && !released && now.After(c.drainBy):
 			r.log.Warn("rmq: slot not released within the drain timeout; taking it away",
 				"topic", t.Topic, "slot", slot, "drain", r.m.DrainTimeout)
-			c.lease.Lose()
+			c.grant.Lose()
 			if err := r.drop(t, c, sid); err != nil {
 				return err
 			}
@@ -95,7 +96,7 @@ func (r *zkRun) applyAssignment(t *zkTopic, sid int64) error {
 }
 
 // freeSlots returns the slots of t that have no owner node.
-func (r *zkRun) freeSlots(t *zkTopic) (map[int]bool, error) {
+func (r *membership) freeSlots(t *topicState) (map[int]bool, error) {
 	names, _, err := r.sess.conn.Children(r.paths.owners(t.Topic))
 	if err != nil {
 		return nil, fmt.Errorf("rmq: zookeeper owners of %s: %w", t.Topic, err)
@@ -114,7 +115,7 @@ func (r *zkRun) freeSlots(t *zkTopic) (map[int]bool, error) {
 
 // claim creates the slot's owner node and hands out a lease on it. If
 // another worker created it first, the slot is left for a later pass.
-func (r *zkRun) claim(t *zkTopic, slot, thread int, sid int64) error {
+func (r *membership) claim(t *topicState, slot, thread int, sid int64) error {
 	conn := r.sess.conn
 	path := r.paths.owner(t.Topic, slot)
 	data, _ := json.Marshal(ownerNode{Worker: r.id, Thread: thread})
@@ -130,7 +131,7 @@ func (r *zkRun) claim(t *zkTopic, slot, thread int, sid int64) error {
 		r.busy = true // lost the race, or gone again: look again soon
 		return nil
 	}
-	c := &zkHeld{slot: slot, thread: thread, token: st.Czxid}
+	c := &heldSlot{slot: slot, thread: thread, token: st.Czxid}
 	t.held[slot] = c
 	r.issue(t, c)
 	return nil
@@ -138,42 +139,43 @@ func (r *zkRun) claim(t *zkTopic, slot, thread int, sid int64) error {
 
 // issue hands out a new lease on a held slot, once this session has a valid
 // lease deadline. It reports whether it did.
-func (r *zkRun) issue(t *zkTopic, c *zkHeld) bool {
+func (r *membership) issue(t *topicState, c *heldSlot) bool {
 	r.mu.Lock()
-	if !r.live || r.leaseEnd <= monoNow() {
+	if !r.live || !time.Now().Before(r.leaseEnd) {
 		r.mu.Unlock()
-		if c.lease == nil {
+		if c.grant == nil {
 			// Placeholder so the slot reads as held and released.
-			c.lease = NewLease(t.Topic, c.slot, c.thread, c.token)
-			c.lease.Release()
+			var l *coordinator.Lease
+			l, c.grant = coordinator.NewLease(t.Topic, c.slot, c.thread, c.token)
+			l.Release()
 		}
 		return false // the heartbeat kicks when the deadline is valid again
 	}
-	l := NewLease(t.Topic, c.slot, c.thread, c.token)
-	l.deadline.Store(r.leaseEnd)
-	r.leases[l] = struct{}{}
+	l, g := coordinator.NewLease(t.Topic, c.slot, c.thread, c.token)
+	g.SetDeadlineAt(r.leaseEnd)
+	r.leases[g] = struct{}{}
 	r.mu.Unlock()
-	c.lease, c.moving, c.reissueAt = l, false, time.Now().Add(time.Second)
-	go r.forgetOnRelease(l)
+	c.grant, c.moving, c.reissueAt = g, false, time.Now().Add(time.Second)
+	go r.forgetOnRelease(g)
 	r.h.Assigned(l)
 	return true
 }
 
 // forgetOnRelease drops a released lease from the live set and kicks the loop.
-func (r *zkRun) forgetOnRelease(l *Lease) {
+func (r *membership) forgetOnRelease(g *coordinator.Grant) {
 	select {
-	case <-l.Released():
+	case <-g.Released():
 	case <-r.done:
 		return
 	}
 	r.mu.Lock()
-	delete(r.leases, l)
+	delete(r.leases, g)
 	r.mu.Unlock()
 	r.poke()
 }
 
 // pokeWhen kicks the loop when ch closes or after d.
-func (r *zkRun) pokeWhen(ch <-chan struct{}, d time.Duration) {
+func (r *membership) pokeWhen(ch <-chan struct{}, d time.Duration) {
 	go func() {
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -189,7 +191,7 @@ func (r *zkRun) pokeWhen(ch <-chan struct{}, d time.Duration) {
 
 // drop deletes the owner node of a held slot (if it is still this session's)
 // and forgets the claim. Only then may another worker claim the slot.
-func (r *zkRun) drop(t *zkTopic, c *zkHeld, sid int64) error {
+func (r *membership) drop(t *topicState, c *heldSlot, sid int64) error {
 	conn := r.sess.conn
 	path := r.paths.owner(t.Topic, c.slot)
 	_, st, err := conn.Exists(path)
@@ -208,7 +210,7 @@ func (r *zkRun) drop(t *zkTopic, c *zkHeld, sid int64) error {
 // nextDeadline is how long the loop may sleep: the poll interval (a fast one
 // while a handover is under way), or less when a drain deadline or a reissue
 // falls due sooner.
-func (r *zkRun) nextDeadline() time.Duration {
+func (r *membership) nextDeadline() time.Duration {
 	d := r.z.cfg.PollInterval
 	if r.busy || r.dirty {
 		d = min(d, fastPoll)
@@ -218,7 +220,7 @@ func (r *zkRun) nextDeadline() time.Duration {
 		for _, c := range t.held {
 			if c.moving {
 				d = min(d, c.drainBy.Sub(now))
-			} else if wait.Closed(c.lease.Released()) {
+			} else if wait.Closed(c.grant.Released()) {
 				d = min(d, c.reissueAt.Sub(now))
 			}
 		}
@@ -233,26 +235,26 @@ const fastPoll = 25 * time.Millisecond
 // releases (up to the drain timeout), delete the owner nodes, then the
 // election and worker nodes. Closing the session afterwards removes anything
 // a failed delete left.
-func (r *zkRun) leave() {
-	var leases []*Lease
+func (r *membership) leave() {
+	var grants []*coordinator.Grant
 	for _, t := range r.topics {
 		for _, c := range t.held {
-			if c.lease != nil && !wait.Closed(c.lease.Released()) {
-				c.lease.Revoke()
-				r.h.Revoked(c.lease)
-				leases = append(leases, c.lease)
+			if c.grant != nil && !wait.Closed(c.grant.Released()) {
+				c.grant.Revoke()
+				r.h.Revoked(c.grant.Lease())
+				grants = append(grants, c.grant)
 			}
 		}
 	}
 	deadline := time.After(r.m.DrainTimeout)
-	for _, l := range leases {
+	for _, g := range grants {
 		select {
-		case <-l.Released():
+		case <-g.Released():
 		case <-deadline:
-			l.Lose()
+			g.Lose()
 		}
 	}
-	sid, _ := r.session()
+	sid, _ := r.current()
 	if sid == 0 || sid != r.joined {
 		return
 	}

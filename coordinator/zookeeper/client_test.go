@@ -1,7 +1,8 @@
-package rmq_test
+package zookeeper_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,15 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq"
-	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/coordinator/zookeeper"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
-// zkClient returns a client in a fresh namespace coordinated by the real
+// Tests of rmq clients coordinated by ZooKeeper.
+
+// zkClient returns a client in namespace ns coordinated by the real
 // ZooKeeper ensemble.
 func zkClient(t *testing.T, b testenv.Backend, ns, worker string, opts ...rmq.Option) *rmq.Client {
 	t.Helper()
-	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: testenv.ZooKeeper(t),
+	z, err := zookeeper.New(zookeeper.Config{Servers: testenv.ZooKeeper(t),
 		SessionTimeout: 4 * time.Second, Root: "/rmq-test", WorkerID: worker})
 	require.NoError(t, err)
 	t.Cleanup(func() { z.Close() })
@@ -78,10 +81,10 @@ func TestZooKeeperClientsShareSlots(t *testing.T) {
 	require.NoError(t, bb.Subscribe("t", rb, rmq.WithThreads(2)))
 	run(t, a)
 	run(t, bb)
-	admin, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: testenv.ZooKeeper(t), Root: "/rmq-test"})
+	admin, err := zookeeper.New(zookeeper.Config{Servers: testenv.ZooKeeper(t), Root: "/rmq-test"})
 	require.NoError(t, err)
 	defer admin.Close()
-	eventually(t, 15*time.Second, "both workers hold their slots", func() bool {
+	waitFor(t, 15*time.Second, "both workers hold their slots", func() bool {
 		_, slots, err := admin.Assignment(ctx, ns, "t")
 		require.NoError(t, err)
 		held := map[string]int{}
@@ -97,14 +100,14 @@ func TestZooKeeperClientsShareSlots(t *testing.T) {
 		msgs = append(msgs, rmq.FixedTimeMessage{Topic: "t", Content: []byte{byte(i), 'x'}, FixedTime: time.Now().Add(10 * time.Millisecond)})
 	}
 	require.NoError(t, a.Producer().SendBatch(ctx, msgs...))
-	eventually(t, 15*time.Second, "all consumed", func() bool { return len(ra.snapshot())+len(rb.snapshot()) >= 200 })
+	waitFor(t, 15*time.Second, "all consumed", func() bool { return len(ra.snapshot())+len(rb.snapshot()) >= 200 })
 	slotsA, slotsB := map[int]bool{}, map[int]bool{}
-	for _, d := range ra.snapshot() {
-		slotsA[d.msg.Slot] = true
+	for _, slot := range ra.snapshot() {
+		slotsA[slot] = true
 	}
-	for _, d := range rb.snapshot() {
-		slotsB[d.msg.Slot] = true
-		assert.False(t, slotsA[d.msg.Slot], "slot %d consumed by both", d.msg.Slot)
+	for _, slot := range rb.snapshot() {
+		slotsB[slot] = true
+		assert.False(t, slotsA[slot], "slot %d consumed by both", slot)
 	}
 	assert.NotEmpty(t, slotsA)
 	assert.NotEmpty(t, slotsB)
@@ -115,7 +118,7 @@ func TestZooKeeperClientsShareSlots(t *testing.T) {
 // working, and Close still returns at once.
 func TestZooKeeperDownStopsConsumersNotProducers(t *testing.T) {
 	b := testenv.Mini(t)
-	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: []string{"127.0.0.1:1"},
+	z, err := zookeeper.New(zookeeper.Config{Servers: []string{"127.0.0.1:1"},
 		SessionTimeout: 2 * time.Second, WorkerID: "lonely"})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -141,4 +144,54 @@ func TestZooKeeperDownStopsConsumersNotProducers(t *testing.T) {
 	require.NoError(t, c.Close(ctx))
 	require.NoError(t, <-done)
 	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// define defines a topic or fails the test.
+func define(t *testing.T, c *rmq.Client, name string, slots int, typ rmq.TopicType) {
+	t.Helper()
+	require.NoError(t, c.DefineTopic(context.Background(), rmq.Topic{Name: name, SlotAmount: slots, Type: typ}))
+}
+
+// stats reads the topic's stats or fails the test.
+func stats(t *testing.T, c *rmq.Client, topic string) rmq.Stats {
+	t.Helper()
+	st, err := c.Stats(context.Background(), topic)
+	require.NoError(t, err)
+	return st
+}
+
+// run starts c in the background; the test's cleanup closes it and checks
+// that Start returned nil.
+func run(t *testing.T, c *rmq.Client) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Start(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, c.Close(ctx))
+		require.NoError(t, <-done)
+	})
+}
+
+// recorder is a listener that records the slot of every delivery.
+type recorder struct {
+	mu    sync.Mutex
+	slots []int
+}
+
+func newRecorder() *recorder { return &recorder{} }
+
+func (r *recorder) OnMessage(_ context.Context, m *rmq.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.slots = append(r.slots, m.Slot)
+	return nil
+}
+
+// snapshot returns the slots of the deliveries so far.
+func (r *recorder) snapshot() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.slots...)
 }

@@ -1,4 +1,4 @@
-package coordinator
+package zookeeper
 
 import (
 	"encoding/json"
@@ -9,9 +9,11 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rmq-go/rmq/coordinator"
 )
 
-// zkPaths names every node of one namespace:
+// nodePaths names every node of one namespace:
 //
 //	<root>/<ns>/workers/<id>        ephemeral  workerNode: a live worker
 //	<root>/<ns>/topics/<topic>      persistent topic definition (JSON, as in Redis)
@@ -19,19 +21,19 @@ import (
 //	<root>/<ns>/assignment/<topic>  persistent assignmentNode, written by the leader
 //	<root>/<ns>/owners/<topic>/<i>  ephemeral ownerNode: who holds slot i now;
 //	                                its creation zxid is the fencing token
-type zkPaths struct{ base string }
+type nodePaths struct{ base string }
 
-func newZKPaths(root, ns string) zkPaths { return zkPaths{base: root + "/" + ns} }
+func newNodePaths(root, ns string) nodePaths { return nodePaths{base: root + "/" + ns} }
 
-func (p zkPaths) workers() string                { return p.base + "/workers" }
-func (p zkPaths) worker(id string) string        { return p.workers() + "/" + id }
-func (p zkPaths) topics() string                 { return p.base + "/topics" }
-func (p zkPaths) topic(name string) string       { return p.topics() + "/" + name }
-func (p zkPaths) election() string               { return p.base + "/election" }
-func (p zkPaths) assignments() string            { return p.base + "/assignment" }
-func (p zkPaths) assignment(topic string) string { return p.assignments() + "/" + topic }
-func (p zkPaths) owners(topic string) string     { return p.base + "/owners/" + topic }
-func (p zkPaths) owner(topic string, slot int) string {
+func (p nodePaths) workers() string                { return p.base + "/workers" }
+func (p nodePaths) worker(id string) string        { return p.workers() + "/" + id }
+func (p nodePaths) topics() string                 { return p.base + "/topics" }
+func (p nodePaths) topic(name string) string       { return p.topics() + "/" + name }
+func (p nodePaths) election() string               { return p.base + "/election" }
+func (p nodePaths) assignments() string            { return p.base + "/assignment" }
+func (p nodePaths) assignment(topic string) string { return p.assignments() + "/" + topic }
+func (p nodePaths) owners(topic string) string     { return p.base + "/owners/" + topic }
+func (p nodePaths) owner(topic string, slot int) string {
 	return p.owners(topic) + "/" + strconv.Itoa(slot)
 }
 
@@ -46,11 +48,33 @@ type workerNode struct {
 
 // assignmentNode is the data of a topic's assignment node.
 type assignmentNode struct {
-	Generation int64   `json:"generation"`
-	Owners     []Owner `json:"owners"` // by slot
+	Generation int64       `json:"generation"`
+	Owners     []ownerNode `json:"owners"` // by slot
 }
 
-// ownerNode is the data of a slot's owner node.
+// newAssignmentNode encodes an assignment (owners by slot).
+func newAssignmentNode(generation int64, owners []coordinator.Owner) assignmentNode {
+	a := assignmentNode{Generation: generation, Owners: make([]ownerNode, len(owners))}
+	for i, o := range owners {
+		a.Owners[i] = ownerNode(o)
+	}
+	return a
+}
+
+// owners decodes the assignment: owners by slot (nil for none).
+func (a assignmentNode) owners() []coordinator.Owner {
+	if a.Owners == nil {
+		return nil
+	}
+	out := make([]coordinator.Owner, len(a.Owners))
+	for i, o := range a.Owners {
+		out[i] = coordinator.Owner(o)
+	}
+	return out
+}
+
+// ownerNode is the data of a slot's owner node, and one slot of an
+// assignment node.
 type ownerNode struct {
 	Worker string `json:"w"`
 	Thread int    `json:"t"`
@@ -85,8 +109,8 @@ func ensurePath(conn *zk.Conn, path string, acl []zk.ACL) error {
 }
 
 // recordTopic stores a topic definition unless one exists; a different one is
-// ErrTopicConflict. Definitions compare as JSON values.
-func recordTopic(conn *zk.Conn, p zkPaths, name, def string, acl []zk.ACL) error {
+// coordinator.ErrTopicConflict. Definitions compare as JSON values.
+func recordTopic(conn *zk.Conn, p nodePaths, name, def string, acl []zk.ACL) error {
 	path := p.topic(name)
 	_, err := conn.Create(path, []byte(def), 0, acl)
 	if err == nil {
@@ -101,7 +125,7 @@ func recordTopic(conn *zk.Conn, p zkPaths, name, def string, acl []zk.ACL) error
 	}
 	var a, b any
 	if json.Unmarshal(old, &a) != nil || json.Unmarshal([]byte(def), &b) != nil || !jsonEqual(a, b) {
-		return fmt.Errorf("%w: %s holds %s, not %s", ErrTopicConflict, path, old, def)
+		return fmt.Errorf("%w: %s holds %s, not %s", coordinator.ErrTopicConflict, path, old, def)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package coordinator
+package zookeeper
 
 import (
 	"context"
@@ -16,14 +16,14 @@ import (
 	"github.com/rmq-go/rmq/internal/wait"
 )
 
-// zkSession is a connection with its negotiated session timeout.
-type zkSession struct {
+// session is a connection with its negotiated session timeout.
+type session struct {
 	conn    *zk.Conn
 	granted atomic.Int64 // session timeout granted by the server, ns
 }
 
 // timeout is the session timeout to plan with: the smaller of asked and granted.
-func (s *zkSession) timeout(asked time.Duration) time.Duration {
+func (s *session) timeout(asked time.Duration) time.Duration {
 	if g := time.Duration(s.granted.Load()); g > 0 && g < asked {
 		return g
 	}
@@ -33,8 +33,8 @@ func (s *zkSession) timeout(asked time.Duration) time.Duration {
 // connect dials the ensemble and waits until a session is established or
 // ctx ends. onEvent, if not nil, receives every session event synchronously
 // (it must not block).
-func (z *ZooKeeper) connect(ctx context.Context, onEvent func(zk.Event)) (*zkSession, error) {
-	s := &zkSession{}
+func (z *Coordinator) connect(ctx context.Context, onEvent func(zk.Event)) (*session, error) {
+	s := &session{}
 	hasSession := make(chan struct{}, 1)
 	authFailed := make(chan struct{}, 1)
 	callback := func(ev zk.Event) {
@@ -53,7 +53,7 @@ func (z *ZooKeeper) connect(ctx context.Context, onEvent func(zk.Event)) (*zkSes
 	conn, _, err := zk.Connect(z.cfg.Servers, z.cfg.SessionTimeout,
 		zk.WithDialer(cappedDialer(z.cfg.SessionTimeout*2/3, &s.granted)),
 		zk.WithEventCallback(callback),
-		zk.WithLogger(zkLogger{z.log}),
+		zk.WithLogger(logAdapter{z.log}),
 		zk.WithLogInfo(false))
 	if err != nil {
 		return nil, fmt.Errorf("rmq: zookeeper connect: %w", err)
@@ -152,10 +152,10 @@ func (c *cappedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// zkLogger routes go-zookeeper's logs to slog at debug level.
-type zkLogger struct{ log *slog.Logger }
+// logAdapter routes go-zookeeper's logs to slog at debug level.
+type logAdapter struct{ log *slog.Logger }
 
-func (l zkLogger) Printf(format string, args ...any) {
+func (l logAdapter) Printf(format string, args ...any) {
 	l.log.Debug("zookeeper: " + fmt.Sprintf(format, args...))
 }
 

@@ -1,4 +1,4 @@
-package rmq_test
+package churn_test
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq"
-	"github.com/rmq-go/rmq/coordinator"
 	"github.com/rmq-go/rmq/internal/churn"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
@@ -32,16 +31,17 @@ func TestChurnWorkerProcess(t *testing.T) {
 	if err != nil || ns == "" || logPath == "" {
 		t.Fatalf("worker %s: bad environment: ns %q log %q threads %v", id, ns, logPath, err)
 	}
+	kind, ok := coordinatorKinds[os.Getenv(churnCoordEnv)]
+	if !ok {
+		t.Fatalf("worker %s: %s=%q names no coordinator kind", id, churnCoordEnv, os.Getenv(churnCoordEnv))
+	}
 	b := testenv.Single(t)
-	servers := testenv.ZooKeeper(t)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers, SessionTimeout: churnSession,
-		Root: churnRoot, WorkerID: id, Logger: logger})
+	coord, err := kind.worker(t, id, logger)
 	if err != nil {
 		t.Fatalf("worker %s: %v", id, err)
 	}
-	defer z.Close()
-	c, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithCoordinator(z),
+	c, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithCoordinator(coord),
 		rmq.WithConsumeTimeout(churnConsumeTimeout), rmq.WithLogger(logger))
 	if err != nil {
 		t.Fatalf("worker %s: %v", id, err)
@@ -114,7 +114,7 @@ func TestChurnWorkerProcess(t *testing.T) {
 	}
 
 	mark(churn.MarkStart)
-	logger.Info("churn worker consuming", "worker", id, "pid", os.Getpid(), "ns", ns)
+	logger.Info("churn worker consuming", "worker", id, "pid", os.Getpid(), "ns", ns, "coordinator", kind.name)
 	started := make(chan error, 1)
 	go func() { started <- c.Start(context.Background()) }()
 	var why string

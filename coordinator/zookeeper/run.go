@@ -1,4 +1,4 @@
-package coordinator
+package zookeeper
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/rmq-go/rmq/coordinator"
 	"github.com/rmq-go/rmq/internal/backoff"
 )
 
-// zkRun is one Run of the ZooKeeper coordinator: one worker's membership,
-// on a ZooKeeper session of its own.
+// membership is one Run of the coordinator: one worker's membership, on a
+// ZooKeeper session of its own.
 //
 // A single loop goroutine does all ZooKeeper reads and writes (reconcile):
 // it polls the few nodes it follows, comparing their modification zxids, every
@@ -29,22 +30,22 @@ import (
 // Two things happen outside the loop because they must not wait for it: the
 // session callback invalidates every lease the moment the connection is lost,
 // and the heartbeat extends lease deadlines after each successful round trip.
-type zkRun struct {
-	z     *ZooKeeper
-	m     Member
-	h     Handler
-	paths zkPaths
+type membership struct {
+	z     *Coordinator
+	m     coordinator.Member
+	h     coordinator.Handler
+	paths nodePaths
 	id    string
 	log   *slog.Logger
-	sess  *zkSession
+	sess  *session
 	kick  chan struct{}
 	done  chan struct{} // closed when Run ends
 
 	mu       sync.Mutex
-	live     bool                // a session is established
-	closing  bool                // Run is ending and closes the session itself
-	leaseEnd int64               // monotonic ns until which this session's leases hold
-	leases   map[*Lease]struct{} // handed out and not yet released
+	live     bool                            // a session is established
+	closing  bool                            // Run is ending and closes the session itself
+	leaseEnd time.Time                       // until when this session's leases hold (monotonic reading)
+	leases   map[*coordinator.Grant]struct{} // handed out and not yet released
 
 	// Loop state.
 	joined   int64 // session id in which the worker and election nodes exist
@@ -53,38 +54,38 @@ type zkRun struct {
 	dirty    bool             // the leader must recompute assignments
 	busy     bool             // a handover is under way: poll fast
 	seen     map[string]int64 // path → modification zxid last read (data or children)
-	topics   map[string]*zkTopic
+	topics   map[string]*topicState
 	workers  map[string]workerNode // leader's cache of worker nodes
 	slotsOf  map[string]int        // leader's cache of topic slot amounts
 }
 
-// zkTopic is one subscribed topic in a run.
-type zkTopic struct {
-	TopicThreads
-	desired []Owner         // from the assignment node
-	held    map[int]*zkHeld // slots whose owner node is ours
+// topicState is one subscribed topic in a run.
+type topicState struct {
+	coordinator.TopicThreads
+	desired []coordinator.Owner // from the assignment node
+	held    map[int]*heldSlot   // slots whose owner node is ours
 }
 
-// zkHeld is a slot whose owner node this session created.
-type zkHeld struct {
+// heldSlot is a slot whose owner node this session created.
+type heldSlot struct {
 	slot, thread int
 	token        int64
-	lease        *Lease
+	grant        *coordinator.Grant
 	moving       bool      // revoked because the slot moves away: delete the node once released
 	drainBy      time.Time // when moving: take the slot away at this time
 	reissueAt    time.Time // released but still ours: earliest time for a new lease
 }
 
-func newZKRun(z *ZooKeeper, m Member, h Handler) *zkRun {
-	r := &zkRun{
-		z: z, m: m, h: h, paths: newZKPaths(z.cfg.Root, m.Namespace), id: z.cfg.WorkerID,
+func newMembership(z *Coordinator, m coordinator.Member, h coordinator.Handler) *membership {
+	r := &membership{
+		z: z, m: m, h: h, paths: newNodePaths(z.cfg.Root, m.Namespace), id: z.cfg.WorkerID,
 		log:  z.log.With("worker", z.cfg.WorkerID, "namespace", m.Namespace),
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
-		leases: make(map[*Lease]struct{}), seen: make(map[string]int64),
-		topics: make(map[string]*zkTopic), workers: make(map[string]workerNode), slotsOf: make(map[string]int),
+		leases: make(map[*coordinator.Grant]struct{}), seen: make(map[string]int64),
+		topics: make(map[string]*topicState), workers: make(map[string]workerNode), slotsOf: make(map[string]int),
 	}
 	for _, t := range m.Topics {
-		r.topics[t.Topic] = &zkTopic{TopicThreads: t, held: make(map[int]*zkHeld)}
+		r.topics[t.Topic] = &topicState{TopicThreads: t, held: make(map[int]*heldSlot)}
 	}
 	if r.m.DrainTimeout <= 0 {
 		r.m.DrainTimeout = 30 * time.Second
@@ -92,10 +93,10 @@ func newZKRun(z *ZooKeeper, m Member, h Handler) *zkRun {
 	return r
 }
 
-func (r *zkRun) poke() { signal(r.kick) }
+func (r *membership) poke() { signal(r.kick) }
 
 // run connects, then reconciles on every kick until ctx ends.
-func (r *zkRun) run(ctx context.Context) error {
+func (r *membership) run(ctx context.Context) error {
 	defer close(r.done)
 	sess, err := r.z.connect(ctx, r.onEvent)
 	if err != nil {
@@ -158,8 +159,8 @@ type fatalError struct{ err error }
 func (e *fatalError) Error() string { return e.err.Error() }
 
 // reconcile brings ZooKeeper and the leases in line with the assignment.
-func (r *zkRun) reconcile() error {
-	sid, _ := r.session()
+func (r *membership) reconcile() error {
+	sid, _ := r.current()
 	if sid == 0 {
 		return nil // suspended: wait for the session
 	}
@@ -170,7 +171,7 @@ func (r *zkRun) reconcile() error {
 		}
 		r.joined, r.dirty = sid, true
 	}
-	if _, end := r.session(); end <= monoNow() {
+	if _, end := r.current(); !time.Now().Before(end) {
 		r.beat() // leases need a fresh deadline before any is issued
 	}
 	if err := r.elect(); err != nil {
@@ -198,12 +199,12 @@ func (r *zkRun) reconcile() error {
 
 // forgetSession drops every claim of an earlier session: its owner nodes died
 // with it, and so did its leases (lost at suspension).
-func (r *zkRun) forgetSession() {
+func (r *membership) forgetSession() {
 	for _, t := range r.topics {
 		for _, c := range t.held {
-			if c.lease != nil {
-				c.lease.Lose()
-				r.h.Revoked(c.lease)
+			if c.grant != nil {
+				c.grant.Lose()
+				r.h.Revoked(c.grant.Lease())
 			}
 		}
 		clear(t.held)
@@ -213,7 +214,7 @@ func (r *zkRun) forgetSession() {
 }
 
 // join checks topic definitions and registers the worker for this session.
-func (r *zkRun) join() error {
+func (r *membership) join() error {
 	conn, acl := r.sess.conn, r.z.acl
 	for _, p := range []string{r.paths.workers(), r.paths.topics(), r.paths.election(), r.paths.assignments()} {
 		if err := ensurePath(conn, p, acl); err != nil {
@@ -228,7 +229,7 @@ func (r *zkRun) join() error {
 		}
 		if t.Definition != "" {
 			if err := recordTopic(conn, r.paths, t.Topic, t.Definition, acl); err != nil {
-				if errors.Is(err, ErrTopicConflict) {
+				if errors.Is(err, coordinator.ErrTopicConflict) {
 					return &fatalError{err}
 				}
 				return err

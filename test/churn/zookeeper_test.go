@@ -1,4 +1,4 @@
-package rmq_test
+package churn_test
 
 import (
 	"context"
@@ -15,9 +15,61 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/internal/churn"
+	"github.com/rmq-go/rmq/internal/testenv"
 )
 
-// --- ZooKeeper ensemble ------------------------------------------------------
+// The ZooKeeper coordinator's own event: its ensemble loses the leader.
+
+// churnSlowZK is the mid-call message's time in the listener before the
+// ZooKeeper leader dies. It is shorter than churnSlowSleep: the call only has
+// to straddle the sessions' suspension (within milliseconds of the kill), and
+// its thread's other slots wait for it, which would show in the measured pause.
+const churnSlowZK = 300 * time.Millisecond
+
+// testChurnZKLeader kills the ZooKeeper leader mid-run, restarts it, then
+// kills a worker.
+func testChurnZKLeader(t *testing.T) {
+	e := newZKEnsemble(t)
+	r := newChurnRun(t, zookeeperKind)
+	e.check()
+	r.startFeed()
+	r.begin("w1", "w2", "w3", "w4", "w5", "w6")
+	n := r.killZKLeader(e, 12*time.Second)
+	r.restartZK(e, n, 6*time.Second)
+	r.kill("w3", churnSession+5*time.Second)
+	r.finish()
+}
+
+// zkEnsemble is the 3-node ZooKeeper ensemble of scripts/servers.sh.
+type zkEnsemble struct {
+	t       *testing.T
+	servers []string
+	dir     string // RMQ_SERVERS_DIR
+	script  string // RMQ_SERVERS_SCRIPT
+	// portBase + N is the client port of node N: 12180 plus the port offset
+	// the servers were started with.
+	portBase int
+	down     int // a node this run killed and has not restarted yet
+}
+
+func newZKEnsemble(t *testing.T) *zkEnsemble {
+	dir, script := os.Getenv("RMQ_SERVERS_DIR"), os.Getenv("RMQ_SERVERS_SCRIPT")
+	if dir == "" {
+		testenv.Missing(t, "RMQ_SERVERS_DIR")
+	}
+	if script == "" {
+		testenv.Missing(t, "RMQ_SERVERS_SCRIPT")
+	}
+	e := &zkEnsemble{t: t, servers: testenv.ZooKeeper(t), dir: dir, script: script, portBase: 12180}
+	if b, err := os.ReadFile(filepath.Join(dir, "port-offset")); err == nil {
+		offset, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatalf("%s/port-offset holds %q", dir, b)
+		}
+		e.portBase += offset
+	}
+	return e
+}
 
 // zkMode sends "srvr" to a ZooKeeper server and returns its Mode (leader,
 // follower, standalone), or "" when it does not answer. Debian's version
@@ -41,32 +93,32 @@ func zkMode(addr string) string {
 	return ""
 }
 
-// zkNode returns the node number N of a server address (client port 12180+N).
-func zkNode(t *testing.T, addr string) int {
+// node returns the node number N of a server address (client port portBase+N).
+func (e *zkEnsemble) node(addr string) int {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	p, err := strconv.Atoi(port)
-	if err != nil || p-12180 < 1 || p-12180 > 3 {
-		t.Fatalf("ZooKeeper server %s: not on a client port 12181..12183 of scripts/servers.sh", addr)
+	if n := p - e.portBase; err != nil || n < 1 || n > 3 {
+		e.t.Fatalf("ZooKeeper server %s: not on a client port %d..%d of scripts/servers.sh", addr, e.portBase+1, e.portBase+3)
 	}
-	return p - 12180
+	return p - e.portBase
 }
 
-// zkModes returns each server's mode.
-func (r *churnRun) zkModes() map[string]string {
+// modes returns each server's mode.
+func (e *zkEnsemble) modes() map[string]string {
 	modes := map[string]string{}
-	for _, s := range r.servers {
+	for _, s := range e.servers {
 		modes[s] = zkMode(s)
 	}
 	return modes
 }
 
-// zkLeader returns the address of the one leader, or "".
-func (r *churnRun) zkLeader() string {
+// leader returns the address of the one leader, or "".
+func (e *zkEnsemble) leader() string {
 	leader := ""
-	for s, m := range r.zkModes() {
+	for s, m := range e.modes() {
 		if m == "leader" {
 			if leader != "" {
 				return ""
@@ -77,9 +129,9 @@ func (r *churnRun) zkLeader() string {
 	return leader
 }
 
-// checkEnsemble fails unless all three servers serve, one of them leading.
-func (r *churnRun) checkEnsemble() {
-	modes := r.zkModes()
+// check fails unless all three servers serve, one of them leading.
+func (e *zkEnsemble) check() {
+	modes := e.modes()
 	leaders, followers := 0, 0
 	for _, m := range modes {
 		switch m {
@@ -89,15 +141,16 @@ func (r *churnRun) checkEnsemble() {
 			followers++
 		}
 	}
-	if len(r.servers) != 3 || leaders != 1 || followers != 2 {
-		r.t.Fatalf("the ZooKeeper ensemble is not whole before the test: %v", modes)
+	if len(e.servers) != 3 || leaders != 1 || followers != 2 {
+		e.t.Fatalf("the ZooKeeper ensemble is not whole before the test: %v", modes)
 	}
 }
 
-// zkPID returns the PID recorded for node n, checking that it is that node's
+// pid returns the PID recorded for node n, checking that it is that node's
 // ZooKeeper process.
-func zkPID(t *testing.T, dir string, n int) int {
-	b, err := os.ReadFile(filepath.Join(dir, "pids", fmt.Sprintf("zk-%d.pid", n)))
+func (e *zkEnsemble) pid(n int) int {
+	t := e.t
+	b, err := os.ReadFile(filepath.Join(e.dir, "pids", fmt.Sprintf("zk-%d.pid", n)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,20 +183,20 @@ func procGone(pid int) bool {
 
 // killZKLeader kills the ZooKeeper leader with SIGKILL and returns its node
 // number. A cleanup restarts the node if the test ends before restartZK.
-func (r *churnRun) killZKLeader(dir, script string, pause time.Duration) int {
+func (r *churnRun) killZKLeader(e *zkEnsemble, pause time.Duration) int {
 	t := r.t
-	leader := r.zkLeader()
+	leader := e.leader()
 	if leader == "" {
-		t.Fatalf("no single ZooKeeper leader: %v", r.zkModes())
+		t.Fatalf("no single ZooKeeper leader: %v", e.modes())
 	}
-	n := zkNode(t, leader)
-	pid := zkPID(t, dir, n)
+	n := e.node(leader)
+	pid := e.pid(n)
 	// A call straddling the session suspension must end not owned.
 	note := r.midCall(r.worker(r.live()[0]), "zk", churnSlowZK)
-	r.zkDown = n
+	e.down = n
 	t.Cleanup(func() {
-		if down := r.zkDown; down != 0 {
-			out, err := r.runRestart(dir, script, down)
+		if down := e.down; down != 0 {
+			out, err := e.restart(down)
 			t.Logf("cleanup: restart of ZooKeeper node %d: err %v\n%s", down, err, out)
 		}
 	})
@@ -163,8 +216,8 @@ func (r *churnRun) killZKLeader(dir, script string, pause time.Duration) int {
 	// Note when the others elect a new leader.
 	until := time.Unix(0, ev.At).Add(pause)
 	for time.Now().Before(until) {
-		if l := r.zkLeader(); l != "" && l != leader {
-			ev.note = fmt.Sprintf("new zk leader node %d after %.3fs", zkNode(t, l), r.since(time.Now().UnixNano())-r.since(ev.At))
+		if l := e.leader(); l != "" && l != leader {
+			ev.note = fmt.Sprintf("new zk leader node %d after %.3fs", e.node(l), r.since(time.Now().UnixNano())-r.since(ev.At))
 			t.Logf("%7.3fs  %s", r.since(time.Now().UnixNano()), ev.note)
 			break
 		}
@@ -179,27 +232,28 @@ func (r *churnRun) killZKLeader(dir, script string, pause time.Duration) int {
 	return n
 }
 
-func (r *churnRun) runRestart(dir, script string, n int) ([]byte, error) {
+// restart starts node n again with scripts/servers.sh restart-zk.
+func (e *zkEnsemble) restart(n int) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, script, "restart-zk", dir, strconv.Itoa(n)).CombinedOutput()
+	out, err := exec.CommandContext(ctx, e.script, "restart-zk", e.dir, strconv.Itoa(n)).CombinedOutput()
 	if err == nil {
-		r.zkDown = 0
+		e.down = 0
 	}
 	return out, err
 }
 
 // restartZK restarts node n and waits until the whole ensemble serves again.
-func (r *churnRun) restartZK(dir, script string, n int, pause time.Duration) {
+func (r *churnRun) restartZK(e *zkEnsemble, n int, pause time.Duration) {
 	t := r.t
 	began := time.Now()
-	out, err := r.runRestart(dir, script, n)
+	out, err := e.restart(n)
 	if err != nil {
 		t.Fatalf("restart ZooKeeper node %d: %v\n%s", n, err, out)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		modes, leaders, serving := r.zkModes(), 0, 0
+		modes, leaders, serving := e.modes(), 0, 0
 		for _, m := range modes {
 			if m == "leader" || m == "follower" {
 				serving++

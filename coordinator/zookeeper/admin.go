@@ -1,4 +1,4 @@
-package coordinator
+package zookeeper
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rmq-go/rmq/coordinator"
 )
 
 // WorkerInfo describes a live worker.
@@ -23,12 +25,12 @@ type WorkerInfo struct {
 }
 
 // Workers lists the live workers of namespace, sorted by id.
-func (z *ZooKeeper) Workers(ctx context.Context, namespace string) ([]WorkerInfo, error) {
+func (z *Coordinator) Workers(ctx context.Context, namespace string) ([]WorkerInfo, error) {
 	conn, err := z.adminConn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := newZKPaths(z.cfg.Root, namespace)
+	p := newNodePaths(z.cfg.Root, namespace)
 	var out []WorkerInfo
 	err = withContext(ctx, func() error {
 		ids, _, err := conn.Children(p.workers())
@@ -72,19 +74,19 @@ func (z *ZooKeeper) Workers(ctx context.Context, namespace string) ([]WorkerInfo
 // SlotOwnership is one slot's assigned owner and its current holder.
 type SlotOwnership struct {
 	Slot     int
-	Assigned Owner // what the leader decided ("" worker: nobody)
-	Holder   Owner // whose owner node exists now ("" worker: nobody)
-	Token    int64 // the holder's fencing token
+	Assigned coordinator.Owner // what the leader decided ("" worker: nobody)
+	Holder   coordinator.Owner // whose owner node exists now ("" worker: nobody)
+	Token    int64             // the holder's fencing token
 }
 
 // Assignment returns, for every slot of topic, its assigned and its current
 // owner. They differ while a slot is being handed over.
-func (z *ZooKeeper) Assignment(ctx context.Context, namespace, topic string) (generation int64, slots []SlotOwnership, err error) {
+func (z *Coordinator) Assignment(ctx context.Context, namespace, topic string) (generation int64, slots []SlotOwnership, err error) {
 	conn, err := z.adminConn(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
-	p := newZKPaths(z.cfg.Root, namespace)
+	p := newNodePaths(z.cfg.Root, namespace)
 	err = withContext(ctx, func() error {
 		var a assignmentNode
 		data, _, err := conn.Get(p.assignment(topic))
@@ -101,7 +103,8 @@ func (z *ZooKeeper) Assignment(ctx context.Context, namespace, topic string) (ge
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
-		n := len(a.Owners)
+		assigned := a.owners()
+		n := len(assigned)
 		held := map[int]SlotOwnership{}
 		for _, h := range holders {
 			slot, err := strconv.Atoi(h)
@@ -114,15 +117,15 @@ func (z *ZooKeeper) Assignment(ctx context.Context, namespace, topic string) (ge
 			}
 			var o ownerNode
 			_ = json.Unmarshal(data, &o)
-			held[slot] = SlotOwnership{Holder: Owner{Worker: o.Worker, Thread: o.Thread}, Token: st.Czxid}
+			held[slot] = SlotOwnership{Holder: coordinator.Owner(o), Token: st.Czxid}
 			n = max(n, slot+1)
 		}
 		slots = make([]SlotOwnership, n)
 		for i := range slots {
 			slots[i] = held[i]
 			slots[i].Slot = i
-			if i < len(a.Owners) {
-				slots[i].Assigned = a.Owners[i]
+			if i < len(assigned) {
+				slots[i].Assigned = assigned[i]
 			}
 		}
 		return nil

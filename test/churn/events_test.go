@@ -1,4 +1,4 @@
-package rmq_test
+package churn_test
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 // --- events ------------------------------------------------------------------
 
 // event records an event that happened at (a time.Now taken just before the
-// action) and waits until pause after it, watching ZooKeeper meanwhile for
-// the moment every slot is held by its assigned owner among live.
+// action) and waits until pause after it, watching the coordinator meanwhile
+// for the moment every slot is held by its assigned owner among live.
 func (r *churnRun) event(at time.Time, name string, live []string, pause time.Duration, opts ...func(*churnEvent)) *churnEvent {
 	ev := &churnEvent{Event: churn.Event{Name: name, At: at.UnixNano()}, live: live}
 	for _, o := range opts {
@@ -29,11 +29,11 @@ func (r *churnRun) event(at time.Time, name string, live []string, pause time.Du
 	return ev
 }
 
-// watch polls ZooKeeper until the assignment settles on ev.live or until.
+// watch polls the coordinator until the assignment settles on ev.live or until.
 func (r *churnRun) watch(ev *churnEvent, until time.Time) {
 	for time.Now().Before(until) {
-		if ev.zkSettled == 0 && r.zkSettled(ev.live) {
-			ev.zkSettled = time.Now().UnixNano()
+		if ev.viewSettled == 0 && r.viewSettled(ev.live) {
+			ev.viewSettled = time.Now().UnixNano()
 		}
 		r.checkAlive()
 		time.Sleep(min(200*time.Millisecond, time.Until(until)))
@@ -50,18 +50,19 @@ func (r *churnRun) checkAlive() {
 		r.t.Fatalf("feed: %v", err)
 	}
 	for _, w := range r.workers {
-		if w.fate == "" && w.exited() {
-			r.t.Fatalf("worker %s exited on its own: %v\n%s", w.id, w.err, w.output())
+		if w.fate == "" && w.Exited() {
+			r.t.Fatalf("worker %s exited on its own: %v\n%s", w.id, w.Err(), w.Output())
 		}
 	}
 }
 
-// zkSettled reports whether ZooKeeper shows every slot assigned to one of
-// live and held by its assigned owner, and every live worker assigned slots.
-func (r *churnRun) zkSettled(live []string) bool {
+// viewSettled reports whether the coordinator shows every slot assigned to
+// one of live and held by its assigned owner, and every live worker assigned
+// slots.
+func (r *churnRun) viewSettled(live []string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, slots, err := r.admin.Assignment(ctx, r.ns, churnTopic)
+	slots, err := r.obs.slots(ctx, r.ns, churnTopic)
 	if err != nil || len(slots) != churnSlots {
 		return false
 	}
@@ -77,7 +78,7 @@ func (r *churnRun) zkSettled(live []string) bool {
 
 func (r *churnRun) since(ns int64) float64 { return time.Duration(ns - r.t0.UnixNano()).Seconds() }
 
-// begin starts the first workers and waits until ZooKeeper shows the
+// begin starts the first workers and waits until the coordinator shows the
 // assignment settled.
 func (r *churnRun) begin(ids ...string) {
 	at := time.Now().UnixNano()
@@ -88,14 +89,14 @@ func (r *churnRun) begin(ids ...string) {
 	r.events = append(r.events, ev)
 	r.t.Logf("%7.3fs  %s", r.since(at), ev.Name)
 	deadline := time.Now().Add(churnSettleBound)
-	for !r.zkSettled(ids) {
+	for !r.viewSettled(ids) {
 		r.checkAlive()
 		if time.Now().After(deadline) {
 			r.t.Fatalf("the assignment did not settle on %v within %v", ids, churnSettleBound)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	ev.zkSettled = time.Now().UnixNano()
+	ev.viewSettled = time.Now().UnixNano()
 	time.Sleep(time.Second) // let every slot be served a few times
 }
 
@@ -120,7 +121,7 @@ func (r *churnRun) kill(id string, pause time.Duration) {
 	at := time.Now()
 	r.signal(w, syscall.SIGKILL)
 	w.fate = "SIGKILL"
-	<-w.done
+	<-w.Done()
 	r.event(at, "kill "+id+" (SIGKILL)", r.live(), pause, withNote(note))
 }
 
@@ -140,7 +141,7 @@ func withNote(note string) func(*churnEvent) { return func(e *churnEvent) { e.no
 func (r *churnRun) midCall(w *churnWorker, tag string, d time.Duration) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, slots, err := r.admin.Assignment(ctx, r.ns, churnTopic)
+	slots, err := r.obs.slots(ctx, r.ns, churnTopic)
 	if err != nil {
 		return fmt.Sprintf("no mid-call message: assignment: %v", err)
 	}

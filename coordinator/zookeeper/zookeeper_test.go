@@ -1,4 +1,4 @@
-package coordinator_test
+package zookeeper_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/coordinator/zookeeper"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
@@ -89,7 +90,7 @@ type worker struct {
 
 func startWorker(t *testing.T, servers []string, ns, id string, threads int, shared *sharedSlots) *worker {
 	t.Helper()
-	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{
+	z, err := zookeeper.New(zookeeper.Config{
 		Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq-test", WorkerID: id})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -142,7 +143,7 @@ func TestZooKeeperSplitsSlotsAndHandsThemOver(t *testing.T) {
 func TestZooKeeperRejectsConflictingTopic(t *testing.T) {
 	servers := testenv.ZooKeeper(t)
 	ns := fmt.Sprintf("conflict-%d", time.Now().UnixNano())
-	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq-test"})
+	z, err := zookeeper.New(zookeeper.Config{Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq-test"})
 	require.NoError(t, err)
 	defer z.Close()
 	ctx := context.Background()
@@ -161,7 +162,7 @@ func TestZooKeeperAdminReads(t *testing.T) {
 	shared := &sharedSlots{holders: map[int]int{}}
 	a := startWorker(t, servers, ns, "a", 2, shared)
 	waitFor(t, 10*time.Second, "a holds all slots", func() bool { return a.h.valid() == 16 })
-	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers, Root: "/rmq-test"})
+	z, err := zookeeper.New(zookeeper.Config{Servers: servers, Root: "/rmq-test"})
 	require.NoError(t, err)
 	defer z.Close()
 	ctx := context.Background()
@@ -186,12 +187,12 @@ func TestZooKeeperAuthNeverCreatesWorldWritableNodes(t *testing.T) {
 	servers := testenv.ZooKeeper(t)
 	ns := fmt.Sprintf("auth-%d", time.Now().UnixNano())
 	root := "/rmq-auth"
-	auth := &coordinator.DigestAuth{User: "rmq", Password: "s3cret"}
-	_, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers, Auth: auth,
+	auth := &zookeeper.DigestAuth{User: "rmq", Password: "s3cret"}
+	_, err := zookeeper.New(zookeeper.Config{Servers: servers, Auth: auth,
 		ACL: zk.WorldACL(zk.PermAll)})
-	require.ErrorIs(t, err, coordinator.ErrInvalidConfig, "a world-writable ACL with auth")
+	require.ErrorIs(t, err, zookeeper.ErrInvalidConfig, "a world-writable ACL with auth")
 
-	z, err := coordinator.NewZooKeeper(coordinator.ZooKeeperConfig{Servers: servers, Root: root,
+	z, err := zookeeper.New(zookeeper.Config{Servers: servers, Root: root,
 		SessionTimeout: 4 * time.Second, Auth: auth, WorkerID: "secure"})
 	require.NoError(t, err)
 	defer z.Close()

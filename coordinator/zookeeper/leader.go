@@ -1,4 +1,4 @@
-package coordinator
+package zookeeper
 
 import (
 	"encoding/json"
@@ -8,12 +8,14 @@ import (
 	"slices"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rmq-go/rmq/coordinator"
 )
 
 // changed reports whether the node at path was modified since the last look
 // (its data, or with children its list of children), recording what it saw.
 // A missing node reads as changed once, then as unchanged.
-func (r *zkRun) changed(path string, children bool) (bool, error) {
+func (r *membership) changed(path string, children bool) (bool, error) {
 	ok, st, err := r.sess.conn.Exists(path)
 	if err != nil {
 		return false, fmt.Errorf("rmq: zookeeper exists %s: %w", path, err)
@@ -31,7 +33,7 @@ func (r *zkRun) changed(path string, children bool) (bool, error) {
 }
 
 // elect reads the election when it changed and notes whether this worker leads.
-func (r *zkRun) elect() error {
+func (r *membership) elect() error {
 	path := r.paths.election()
 	if ch, err := r.changed(path, true); err != nil || !ch {
 		return err
@@ -50,7 +52,7 @@ func (r *zkRun) elect() error {
 
 // lead recomputes and writes the assignment of every topic any worker
 // subscribes, when membership changed since the last time.
-func (r *zkRun) lead() error {
+func (r *membership) lead() error {
 	conn := r.sess.conn
 	ch, err := r.changed(r.paths.workers(), true)
 	if err != nil {
@@ -64,7 +66,7 @@ func (r *zkRun) lead() error {
 	if err != nil {
 		return fmt.Errorf("rmq: zookeeper workers: %w", err)
 	}
-	byTopic := map[string][]WorkerThreads{}
+	byTopic := map[string][]coordinator.WorkerThreads{}
 	alive := map[string]bool{}
 	for _, id := range ids {
 		alive[id] = true
@@ -84,7 +86,7 @@ func (r *zkRun) lead() error {
 			r.workers[id] = w
 		}
 		for topic, threads := range w.Topics {
-			byTopic[topic] = append(byTopic[topic], WorkerThreads{Worker: id, Threads: threads})
+			byTopic[topic] = append(byTopic[topic], coordinator.WorkerThreads{Worker: id, Threads: threads})
 		}
 	}
 	for id := range r.workers {
@@ -104,7 +106,7 @@ func (r *zkRun) lead() error {
 // assignTopic writes the assignment of one topic if it changed. A concurrent
 // write by another (outgoing) leader fails the version check, and the next
 // round recomputes.
-func (r *zkRun) assignTopic(topic string, workers []WorkerThreads) error {
+func (r *membership) assignTopic(topic string, workers []coordinator.WorkerThreads) error {
 	conn := r.sess.conn
 	slots, ok := r.slotsOf[topic]
 	if !ok {
@@ -133,11 +135,12 @@ func (r *zkRun) assignTopic(topic string, workers []WorkerThreads) error {
 	default:
 		_ = json.Unmarshal(data, &prev) // unreadable: start afresh
 	}
-	next := Assign(slots, workers, prev.Owners)
-	if slices.Equal(next, prev.Owners) {
+	prevOwners := prev.owners()
+	next := coordinator.Assign(slots, workers, prevOwners)
+	if slices.Equal(next, prevOwners) {
 		return nil
 	}
-	out, _ := json.Marshal(assignmentNode{Generation: prev.Generation + 1, Owners: next})
+	out, _ := json.Marshal(newAssignmentNode(prev.Generation+1, next))
 	if st == nil {
 		_, err = conn.Create(path, out, 0, r.z.acl)
 	} else {
@@ -150,11 +153,11 @@ func (r *zkRun) assignTopic(topic string, workers []WorkerThreads) error {
 		return fmt.Errorf("rmq: zookeeper write %s: %w", path, err)
 	}
 	r.log.Info("rmq: assignment written", "topic", topic, "generation", prev.Generation+1,
-		"workers", len(workers), "moved", movedSlots(prev.Owners, next))
+		"workers", len(workers), "moved", movedSlots(prevOwners, next))
 	return nil
 }
 
-func movedSlots(prev, next []Owner) int {
+func movedSlots(prev, next []coordinator.Owner) int {
 	n := 0
 	for i := range next {
 		if i >= len(prev) || prev[i] != next[i] {

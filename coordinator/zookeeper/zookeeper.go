@@ -1,4 +1,14 @@
-package coordinator
+// Package zookeeper is the coordinator for many processes: workers register
+// in a ZooKeeper ensemble, one elected worker computes the assignment of
+// slots to worker threads, and each worker claims its slots with ephemeral
+// owner nodes whose creation zxids are the fencing tokens Redis checks.
+//
+//	coord, err := zookeeper.New(zookeeper.Config{Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq"})
+//	c, err := rmq.New(rdb, rmq.WithCoordinator(coord))
+//
+// It lives in a package of its own so that programs that do not use it do
+// not link a ZooKeeper client.
+package zookeeper
 
 import (
 	"context"
@@ -12,9 +22,11 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rmq-go/rmq/coordinator"
 )
 
-// ErrInvalidConfig is returned by NewZooKeeper for a bad configuration.
+// ErrInvalidConfig is returned by New and Run for a bad configuration.
 var ErrInvalidConfig = errors.New("rmq: invalid zookeeper config")
 
 // DigestAuth is ZooKeeper digest authentication ("user:password").
@@ -23,8 +35,8 @@ type DigestAuth struct {
 	Password string
 }
 
-// ZooKeeperConfig configures the ZooKeeper coordinator.
-type ZooKeeperConfig struct {
+// Config configures the ZooKeeper coordinator.
+type Config struct {
 	// Servers are the ensemble's client addresses, "host:port". Required.
 	Servers []string
 	// SessionTimeout is the ZooKeeper session timeout. Default 10s. A worker
@@ -54,13 +66,13 @@ type ZooKeeperConfig struct {
 	PollInterval time.Duration
 }
 
-// ZooKeeper is the coordinator for many processes: workers register in
-// ZooKeeper, one elected worker computes the assignment of slots to worker
-// threads, and each worker claims its slots with ephemeral owner nodes. A
-// slot is claimed only after its previous owner deleted its node (having
-// stopped and settled) or lost its session; see the README for the protocol.
-type ZooKeeper struct {
-	cfg ZooKeeperConfig
+// Coordinator is the ZooKeeper coordinator: workers register in ZooKeeper,
+// one elected worker computes the assignment of slots to worker threads, and
+// each worker claims its slots with ephemeral owner nodes. A slot is claimed
+// only after its previous owner deleted its node (having stopped and
+// settled) or lost its session; see the README for the protocol.
+type Coordinator struct {
+	cfg Config
 	log *slog.Logger
 	acl []zk.ACL
 
@@ -69,13 +81,13 @@ type ZooKeeper struct {
 }
 
 var (
-	_ Coordinator   = (*ZooKeeper)(nil)
-	_ TopicRecorder = (*ZooKeeper)(nil)
+	_ coordinator.Coordinator   = (*Coordinator)(nil)
+	_ coordinator.TopicRecorder = (*Coordinator)(nil)
 )
 
-// NewZooKeeper validates cfg and returns the coordinator. It connects when
+// New validates cfg and returns the coordinator. It connects when
 // first used (DefineTopic or Start of the rmq client).
-func NewZooKeeper(cfg ZooKeeperConfig) (*ZooKeeper, error) {
+func New(cfg Config) (*Coordinator, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, fmt.Errorf("%w: no servers", ErrInvalidConfig)
 	}
@@ -129,28 +141,28 @@ func NewZooKeeper(cfg ZooKeeperConfig) (*ZooKeeper, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &ZooKeeper{cfg: cfg, log: log, acl: acl}, nil
+	return &Coordinator{cfg: cfg, log: log, acl: acl}, nil
 }
 
 // WorkerID returns the id this process registers under.
-func (z *ZooKeeper) WorkerID() string { return z.cfg.WorkerID }
+func (z *Coordinator) WorkerID() string { return z.cfg.WorkerID }
 
-// Run implements Coordinator: it joins the group with its own ZooKeeper
-// session, which ends when Run returns.
-func (z *ZooKeeper) Run(ctx context.Context, m Member, h Handler) error {
+// Run implements coordinator.Coordinator: it joins the group with its own
+// ZooKeeper session, which ends when Run returns.
+func (z *Coordinator) Run(ctx context.Context, m coordinator.Member, h coordinator.Handler) error {
 	if err := checkNodeName(m.Namespace); err != nil {
 		return fmt.Errorf("%w: namespace %q: %v", ErrInvalidConfig, m.Namespace, err)
 	}
-	return newZKRun(z, m, h).run(ctx)
+	return newMembership(z, m, h).run(ctx)
 }
 
-// RecordTopic implements TopicRecorder.
-func (z *ZooKeeper) RecordTopic(ctx context.Context, namespace, name, def string) error {
+// RecordTopic implements coordinator.TopicRecorder.
+func (z *Coordinator) RecordTopic(ctx context.Context, namespace, name, def string) error {
 	conn, err := z.adminConn(ctx)
 	if err != nil {
 		return err
 	}
-	p := newZKPaths(z.cfg.Root, namespace)
+	p := newNodePaths(z.cfg.Root, namespace)
 	return withContext(ctx, func() error {
 		if err := ensurePath(conn, p.topics(), z.acl); err != nil {
 			return err
@@ -161,7 +173,7 @@ func (z *ZooKeeper) RecordTopic(ctx context.Context, namespace, name, def string
 
 // Close closes the connection used for topic definitions and admin reads. A
 // running Run is not affected; it ends with its context.
-func (z *ZooKeeper) Close() error {
+func (z *Coordinator) Close() error {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.admin != nil {
@@ -172,7 +184,7 @@ func (z *ZooKeeper) Close() error {
 }
 
 // adminConn returns the shared admin connection, connecting on first use.
-func (z *ZooKeeper) adminConn(ctx context.Context) (*zk.Conn, error) {
+func (z *Coordinator) adminConn(ctx context.Context) (*zk.Conn, error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.admin != nil && z.admin.State() != zk.StateDisconnected {

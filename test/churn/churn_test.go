@@ -1,14 +1,19 @@
-package rmq_test
-
-// Churn test: per-slot exclusivity and no message loss while workers come and
-// go. Worker processes (real OS processes: the test binary run again with
-// -test.run=^TestChurnWorkerProcess$ and churnWorkerEnv set) consume one
-// FixedTime topic of 64 slots through the ZooKeeper coordinator, while the
-// parent feeds it at a steady rate with messages whose slot basis is one of
-// 200 keys and whose content is unique (key|sequence). During the run workers
-// join, stop gracefully (SIGTERM → Client.Close), die by SIGKILL, and freeze
-// with SIGSTOP past the session timeout before SIGCONT. A second run kills
-// the ZooKeeper leader mid-run and restarts it.
+// Package churn_test is the churn test: per-slot exclusivity and no message
+// loss while workers come and go. Worker processes (real OS processes: the
+// test binary run again with -test.run=^TestChurnWorkerProcess$ and
+// churnWorkerEnv set) consume one FixedTime topic of 64 slots through a
+// coordinator shared by every process, while the parent feeds it at a steady
+// rate with messages whose slot basis is one of 200 keys and whose content is
+// unique (key|sequence). During the run workers join, stop gracefully
+// (SIGTERM → Client.Close), die by SIGKILL, and freeze with SIGSTOP past the
+// session timeout before SIGCONT. Events of one coordinator alone follow (for
+// ZooKeeper: its leader is killed mid-run and restarted).
+//
+// The harness does not depend on the kind of coordinator: a worker process
+// builds its coordinator with the factory that churnCoordEnv names (see
+// coordinatorKinds), and the parent watches the assignment through the
+// kind's observer. A kind needs an entry there and a top-level test running
+// testChurnWorkers with it.
 //
 // Every listener call appends one JSON line to its worker's log (package
 // internal/churn): slot, key, content, start, end, worker, and owned =
@@ -22,23 +27,23 @@ package rmq_test
 //
 // and reports calls, duplicates, not-owner calls, workers' exit codes and,
 // for every event, how long until every slot was served again.
+package churn_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/rmq-go/rmq/internal/churn"
-	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 // Environment of a churn worker process.
 const (
-	churnWorkerEnv  = "RMQ_CHURN_WORKER"  // worker id ("w1", …); unset: not a worker
-	churnNSEnv      = "RMQ_CHURN_NS"      // namespace
-	churnLogEnv     = "RMQ_CHURN_LOG"     // path of the worker's call log
-	churnThreadsEnv = "RMQ_CHURN_THREADS" // consumer threads
+	churnWorkerEnv  = "RMQ_CHURN_WORKER"      // worker id ("w1", …); unset: not a worker
+	churnCoordEnv   = "RMQ_CHURN_COORDINATOR" // kind of coordinator, a key of coordinatorKinds
+	churnNSEnv      = "RMQ_CHURN_NS"          // namespace
+	churnLogEnv     = "RMQ_CHURN_LOG"         // path of the worker's call log
+	churnThreadsEnv = "RMQ_CHURN_THREADS"     // consumer threads
 	// churnKeepEnv, when set in the parent's environment, names a directory
 	// where the logs are kept (one subdirectory per run) instead of a
 	// temporary one.
@@ -47,7 +52,6 @@ const (
 
 // Parameters of the churn test.
 const (
-	churnRoot           = "/rmq-churn"
 	churnTopic          = "churn"
 	churnSlots          = 64
 	churnKeys           = 200
@@ -55,36 +59,36 @@ const (
 	churnRate           = 400 // messages per second
 	churnTick           = 25 * time.Millisecond
 	churnDue            = 50 * time.Millisecond // FixedTime: due this long after the send (must still be ahead when SendBatch validates it)
-	churnSession        = 4 * time.Second
+	churnSession        = 4 * time.Second       // how long a silent worker keeps its slots (ZooKeeper: the session timeout)
 	churnConsumeTimeout = 3 * time.Second
 	churnListenerSleep  = 2 * time.Millisecond // so that SIGSTOP and SIGKILL may land mid-call
 	// A message whose content is "<key>|slow-<tag>-<ms>" takes <ms>
 	// milliseconds in the listener, which first logs a churnSlowMark marker:
 	// the parent sends one to the slot of a worker it is about to stop, kill
-	// or freeze (or before it kills the ZooKeeper leader), and signals once
-	// the marker shows the call running, so the signal surely lands mid-call.
-	churnSlowTag   = "|slow-"
-	churnSlowMark  = "slow-call"
-	churnSlowSleep = 1500 * time.Millisecond
-	// churnSlowZK is shorter: the call only has to straddle the sessions'
-	// suspension (within milliseconds of the kill), and its thread's other
-	// slots wait for it, which would show in the measured pause.
-	churnSlowZK      = 300 * time.Millisecond
+	// or freeze (or before an event of the coordinator, such as killing the
+	// ZooKeeper leader), and signals once the marker shows the call running,
+	// so the signal surely lands mid-call.
+	churnSlowTag     = "|slow-"
+	churnSlowMark    = "slow-call"
+	churnSlowSleep   = 1500 * time.Millisecond
 	churnFreeze      = 7 * time.Second  // SIGSTOP → SIGCONT, past the session timeout
 	churnSettleBound = 30 * time.Second // first assignment
 	churnDrainBound  = 60 * time.Second // after the feed stops, until all is processed
 	churnStopBound   = 20 * time.Second // graceful stop of a worker
 )
 
-// TestChurn runs the churn scenarios: workers joining, stopping, crashing and
-// freezing; then the ZooKeeper leader dying.
-func TestChurn(t *testing.T) {
-	t.Run("workers", testChurnWorkers)
+// TestChurnZooKeeper runs the churn scenarios over the ZooKeeper coordinator:
+// workers joining, stopping, crashing and freezing; then the ZooKeeper leader
+// dying.
+func TestChurnZooKeeper(t *testing.T) {
+	t.Run("workers", func(t *testing.T) { testChurnWorkers(t, zookeeperKind) })
 	t.Run("zk-leader-kill", testChurnZKLeader)
 }
 
-func testChurnWorkers(t *testing.T) {
-	r := newChurnRun(t)
+// testChurnWorkers runs the scenario every coordinator must pass: workers
+// joining, stopping gracefully, dying and freezing.
+func testChurnWorkers(t *testing.T, kind coordinatorKind) {
+	r := newChurnRun(t, kind)
 	r.startFeed()
 	r.begin("w1", "w2", "w3", "w4", "w5", "w6")
 	r.join("w7", 8*time.Second)
@@ -93,24 +97,6 @@ func testChurnWorkers(t *testing.T) {
 	r.freeze("w4", churnFreeze)
 	r.thaw("w4", 8*time.Second)
 	r.join("w8", 8*time.Second)
-	r.finish()
-}
-
-func testChurnZKLeader(t *testing.T) {
-	dir, script := os.Getenv("RMQ_SERVERS_DIR"), os.Getenv("RMQ_SERVERS_SCRIPT")
-	if dir == "" {
-		testenv.Missing(t, "RMQ_SERVERS_DIR")
-	}
-	if script == "" {
-		testenv.Missing(t, "RMQ_SERVERS_SCRIPT")
-	}
-	r := newChurnRun(t)
-	r.checkEnsemble()
-	r.startFeed()
-	r.begin("w1", "w2", "w3", "w4", "w5", "w6")
-	n := r.killZKLeader(dir, script, 12*time.Second)
-	r.restartZK(dir, script, n, 6*time.Second)
-	r.kill("w3", churnSession+5*time.Second)
 	r.finish()
 }
 
@@ -168,12 +154,12 @@ func (r *churnRun) finish() {
 	for _, w := range r.workers {
 		if w.fate == "" {
 			w.fate = "stdin EOF"
-			_ = w.stdin.Close()
+			_ = w.CloseStdin()
 		}
 	}
 	for _, w := range r.workers {
 		select {
-		case <-w.done:
+		case <-w.Done():
 		case <-time.After(churnStopBound):
 			t.Errorf("worker %s did not stop within %v after %s", w.id, churnStopBound, w.fate)
 		}

@@ -1,15 +1,17 @@
-package coordinator
+package zookeeper
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/rmq-go/rmq/coordinator"
 	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // onEvent runs on go-zookeeper's goroutine for every event; it must not block.
-func (r *zkRun) onEvent(ev zk.Event) {
+func (r *membership) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
@@ -38,18 +40,18 @@ func (r *zkRun) onEvent(ev zk.Event) {
 // suspend stops all consumption at once: the session may be gone, so no
 // lease may be trusted. Claims stay recorded: if the session comes back, its
 // owner nodes are still ours.
-func (r *zkRun) suspend(state zk.State) {
+func (r *membership) suspend(state zk.State) {
 	r.mu.Lock()
 	was := r.live
-	r.live, r.leaseEnd = false, 0
-	lost := make([]*Lease, 0, len(r.leases))
-	for l := range r.leases {
-		lost = append(lost, l)
+	r.live, r.leaseEnd = false, time.Time{}
+	lost := make([]*coordinator.Grant, 0, len(r.leases))
+	for g := range r.leases {
+		lost = append(lost, g)
 	}
 	r.mu.Unlock()
-	for _, l := range lost {
-		l.Lose()
-		r.h.Revoked(l)
+	for _, g := range lost {
+		g.Lose()
+		r.h.Revoked(g.Lease())
 	}
 	if was {
 		r.log.Warn("rmq: zookeeper session suspended; stopped consuming", "state", state.String(), "slots", len(lost))
@@ -57,7 +59,7 @@ func (r *zkRun) suspend(state zk.State) {
 }
 
 // heartbeat extends lease deadlines every sixth of the session timeout.
-func (r *zkRun) heartbeat(ctx context.Context) {
+func (r *membership) heartbeat(ctx context.Context) {
 	for ctx.Err() == nil {
 		r.beat()
 		wait.Sleep(ctx, r.sess.timeout(r.z.cfg.SessionTimeout)/6)
@@ -68,43 +70,44 @@ func (r *zkRun) heartbeat(ctx context.Context) {
 // A sync sent at t proves the session was alive after t, and the ensemble
 // will not expire it before t + timeout; leases run to t + timeout/2,
 // leaving half the timeout as margin for clocks and scheduling.
-func (r *zkRun) beat() bool {
-	sid, _ := r.session()
+func (r *membership) beat() bool {
+	sid, _ := r.current()
 	if sid == 0 {
 		return false
 	}
 	timeout := r.sess.timeout(r.z.cfg.SessionTimeout)
-	start := monoNow()
+	start := time.Now()
 	if _, err := r.sess.conn.Sync(r.paths.base); err != nil {
 		return false
 	}
-	r.extend(sid, start+int64(timeout/2))
+	r.extend(sid, start.Add(timeout/2))
 	return true
 }
 
 // extend moves the deadline of every live lease of session sid to end.
-func (r *zkRun) extend(sid int64, end int64) {
+func (r *membership) extend(sid int64, end time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.live || r.sess.conn.SessionID() != sid || end <= r.leaseEnd {
+	if !r.live || r.sess.conn.SessionID() != sid || !end.After(r.leaseEnd) {
 		return
 	}
-	wasExpired := r.leaseEnd <= monoNow()
+	wasExpired := !time.Now().Before(r.leaseEnd)
 	r.leaseEnd = end
-	for l := range r.leases {
-		l.deadline.Store(end)
+	for g := range r.leases {
+		g.SetDeadlineAt(end)
 	}
 	if wasExpired {
 		r.poke() // reissues may be waiting for a valid deadline
 	}
 }
 
-// session returns the current session id and lease end, or 0 when suspended.
-func (r *zkRun) session() (int64, int64) {
+// current returns the current session id and lease end, or 0 and the zero
+// time when suspended.
+func (r *membership) current() (int64, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.live {
-		return 0, 0
+		return 0, time.Time{}
 	}
 	return r.sess.conn.SessionID(), r.leaseEnd
 }

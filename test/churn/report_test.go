@@ -1,4 +1,4 @@
-package rmq_test
+package churn_test
 
 import (
 	"context"
@@ -67,15 +67,15 @@ func (r *churnRun) analyse(sent []string, l churn.Log, feedEnd, stoppedAt int64)
 	for _, w := range r.workers {
 		switch w.fate {
 		case "SIGKILL":
-			if !w.killedBySIGKILL() {
-				t.Errorf("worker %s ended with %v, not by our SIGKILL", w.id, w.err)
+			if !w.KilledBySIGKILL() {
+				t.Errorf("worker %s ended with %v, not by our SIGKILL", w.id, w.Err())
 			}
 		default:
-			if w.err != nil {
-				t.Errorf("worker %s exited with %v after %s", w.id, w.err, w.fate)
+			if err := w.Err(); err != nil {
+				t.Errorf("worker %s exited with %v after %s", w.id, err, w.fate)
 			}
 		}
-		for _, bad := range w.outputProblems() {
+		for _, bad := range w.OutputProblems() {
 			t.Errorf("worker %s output has %q", w.id, bad)
 		}
 	}
@@ -103,15 +103,15 @@ func (r *churnRun) analyse(sent []string, l churn.Log, feedEnd, stoppedAt int64)
 		}
 	}
 
-	// Every worker left ZooKeeper (the killed one's session expired).
+	// Every worker left the coordinator (the killed one's session expired).
 	deadline := time.Now().Add(churnSession + 5*time.Second)
 	for {
-		ws, err := r.admin.Workers(ctx, r.ns)
+		ws, err := r.obs.workers(ctx, r.ns)
 		if err == nil && len(ws) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("workers still registered in ZooKeeper after all stopped: %+v (%v)", ws, err)
+			t.Errorf("workers still registered in the %s coordinator after all stopped: %v (%v)", r.kind.name, ws, err)
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -136,11 +136,11 @@ func nonEmptySlots(st rmq.Stats) string {
 // report prints the summary table of the run.
 func (r *churnRun) report(sent []string, l churn.Log, counts churn.Counts, overlaps int, feedEnd, stoppedAt int64) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "churn %s: %d workers × %d threads, topic of %d slots, %d keys, %d msg/s, session %v, consume timeout %v\n",
-		r.t.Name(), len(r.workers), churnThreads, churnSlots, churnKeys, churnRate, churnSession, churnConsumeTimeout)
+	fmt.Fprintf(&b, "churn %s: %s coordinator, %d workers × %d threads, topic of %d slots, %d keys, %d msg/s, session %v, consume timeout %v\n",
+		r.t.Name(), r.kind.name, len(r.workers), churnThreads, churnSlots, churnKeys, churnRate, churnSession, churnConsumeTimeout)
 	fmt.Fprintf(&b, "resolution: the feed sends each slot a message at least every %v (a slot's keys recur every %d messages at %d msg/s, sent in batches every %v), so the times below may be late by up to ~%v\n",
 		r.resStep, int(r.resStep.Seconds()*churnRate+0.5), churnRate, churnTick, r.resStep+churnTick)
-	b.WriteString("all-served: until every slot had an owned call starting after the event; settled: until every slot was served by its final owner of the window; zk-view: until ZooKeeper showed every slot held by its assigned live owner\n")
+	b.WriteString("all-served: until every slot had an owned call starting after the event; settled: until every slot was served by its final owner of the window; coord-view: until the coordinator showed every slot held by its assigned live owner\n")
 
 	// Join events are measured from the joined worker's start marker.
 	for _, ev := range r.events {
@@ -151,16 +151,16 @@ func (r *churnRun) report(sent []string, l churn.Log, counts churn.Counts, overl
 			}
 		}
 	}
-	rows := [][]string{{"event", "at", "window", "moved", "all-served", "settled", "zk-view", "target", "note"}}
+	rows := [][]string{{"event", "at", "window", "moved", "all-served", "settled", "coord-view", "target", "note"}}
 	for i, ev := range r.events {
 		end := feedEnd
 		if i+1 < len(r.events) {
 			end = r.events[i+1].At
 		}
 		m := churn.Measure(l.Calls, churnSlots, ev.Event, end)
-		zk := "not in window"
-		if ev.zkSettled > 0 {
-			zk = churn.FormatDuration(time.Duration(ev.zkSettled - ev.At))
+		view := "not in window"
+		if ev.viewSettled > 0 {
+			view = churn.FormatDuration(time.Duration(ev.viewSettled - ev.At))
 		}
 		note := ev.note
 		if len(m.Unserved) > 0 {
@@ -170,7 +170,7 @@ func (r *churnRun) report(sent []string, l churn.Log, counts churn.Counts, overl
 		}
 		rows = append(rows, []string{ev.Name, fmt.Sprintf("%.3fs", r.since(ev.At)),
 			fmt.Sprintf("%.1fs", time.Duration(end-ev.At).Seconds()), strconv.Itoa(m.Moved),
-			churn.FormatDuration(m.AllServed), churn.FormatDuration(m.Settled), zk, target(ev.Name, m.Settled), note})
+			churn.FormatDuration(m.AllServed), churn.FormatDuration(m.Settled), view, target(ev.Name, m.Settled), note})
 	}
 	b.WriteString(churn.Table(rows))
 
@@ -184,8 +184,8 @@ func (r *churnRun) report(sent []string, l churn.Log, counts churn.Counts, overl
 		if fate == "" {
 			fate = "-"
 		}
-		wrows = append(wrows, []string{w.id, fate, w.exitStatus(), strconv.Itoa(c.Calls), strconv.Itoa(c.Processed),
-			strconv.Itoa(c.NotOwned), warnings(w.output())})
+		wrows = append(wrows, []string{w.id, fate, w.ExitStatus(), strconv.Itoa(c.Calls), strconv.Itoa(c.Processed),
+			strconv.Itoa(c.NotOwned), warnings(w.Output())})
 	}
 	b.WriteString(churn.Table(wrows))
 	if len(r.events) > 0 {
@@ -218,9 +218,9 @@ func (r *churnRun) report(sent []string, l churn.Log, counts churn.Counts, overl
 	_ = os.WriteFile(filepath.Join(r.dir, "summary.txt"), []byte(summary), 0o644)
 }
 
-// target compares a settle time with the goal for the event (not an
+// target compares a settle time with the goal for the event (not an
 // assertion): 2s after a join or a graceful leave (a thawed worker rejoins),
-// session timeout + 2s after a crash or a freeze.
+// session timeout + 2s after a crash or a freeze of a worker.
 func target(event string, settled time.Duration) string {
 	var goal time.Duration
 	switch {

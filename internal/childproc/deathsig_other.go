@@ -1,0 +1,10 @@
+//go:build !linux
+
+package childproc
+
+import "syscall"
+
+// dieWithParent returns no attributes: only Linux can tie a child's life to
+// its parent's; elsewhere the child notices the parent is gone when its stdin
+// reaches EOF.
+func dieWithParent() *syscall.SysProcAttr { return nil }
