@@ -95,7 +95,8 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithCoordinator sets who assigns slots to this process's threads. Default:
 // a local coordinator that gives every slot to this process (one process per
-// namespace). Use coordinator.NewZooKeeper for many processes.
+// namespace). For many processes, use zookeeper.New of package
+// github.com/rmq-go/rmq/coordinator/zookeeper.
 func WithCoordinator(co coordinator.Coordinator) Option {
 	return func(c *config) {
 		if co == nil {
