@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/coordinator"
 	"github.com/rmq-go/rmq/coordinator/zookeeper"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
@@ -144,6 +145,46 @@ func TestZooKeeperDownStopsConsumersNotProducers(t *testing.T) {
 	require.NoError(t, c.Close(ctx))
 	require.NoError(t, <-done)
 	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// A definition ZooKeeper holds that differs from Redis's fails DefineTopic
+// and Start with rmq.ErrTopicConflict, the coordinator's conflict error
+// itself, and names the topic.
+func TestZooKeeperTopicConflictIsErrTopicConflict(t *testing.T) {
+	b := testenv.Single(t)
+	ns := testenv.Namespace(t, b)
+	ctx := context.Background()
+	z, err := zookeeper.New(zookeeper.Config{Servers: testenv.ZooKeeper(t), SessionTimeout: 4 * time.Second, Root: "/rmq-test"})
+	require.NoError(t, err)
+	defer z.Close()
+	for _, name := range []string{"defined", "started"} {
+		require.NoError(t, z.RecordTopic(ctx, ns, name, `{"slotAmount":16,"type":"Priority"}`))
+	}
+
+	c := zkClient(t, b, ns, "w")
+	err = c.DefineTopic(ctx, rmq.Topic{Name: "defined", SlotAmount: 8, Type: rmq.Priority})
+	require.ErrorIs(t, err, rmq.ErrTopicConflict)
+	assert.ErrorIs(t, err, coordinator.ErrTopicConflict)
+	assert.Contains(t, err.Error(), `topic "defined"`)
+
+	// Redis alone knows "started" as 8 slots; the worker finds 16 in ZooKeeper
+	// when it joins, and Start fails.
+	plain, err := rmq.New(b.Redis, rmq.WithNamespace(ns))
+	require.NoError(t, err)
+	defer plain.Close(ctx)
+	define(t, plain, "started", 8, rmq.Priority)
+	require.NoError(t, c.Subscribe("started", newRecorder()))
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	select {
+	case err = <-done:
+	case <-time.After(15 * time.Second):
+		require.NoError(t, c.Close(ctx))
+		t.Fatal("Start went on with a conflicting topic")
+	}
+	assert.ErrorIs(t, err, rmq.ErrTopicConflict)
+	assert.Contains(t, err.Error(), "topics/started")
+	require.NoError(t, c.Close(ctx))
 }
 
 // define defines a topic or fails the test.
