@@ -117,10 +117,10 @@ func (l *Lease) Release() {
 	})
 }
 
-// Fenced tells the lease that Redis refused the holder's token: a newer owner
-// holds the slot. Ownership ends at once, as with Grant.Lose (Valid turns
-// false, the context is cancelled with cause ErrLeaseLost, the lease is
-// revoked); the holder still calls Release when it has stopped.
+// Fenced tells the lease that Redis refused the holder's fencing token:
+// another owner holds the slot. Ownership ends at once, as with Grant.Lose
+// (Valid turns false, the context is cancelled with cause ErrLeaseLost, the
+// lease is revoked); the holder still calls Release when it has stopped.
 func (l *Lease) Fenced() { l.lose() }
 
 func (l *Lease) revoke() { l.revokeOnce.Do(func() { close(l.revoking) }) }
