@@ -2,6 +2,7 @@ package churn_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -152,17 +153,18 @@ func (r *churnRun) startFeed() {
 			if n <= 0 {
 				continue
 			}
-			now := time.Now()
 			msgs := make([]rmq.OutgoingMessage, n)
 			contents := make([]string, n)
-			for i := range n {
-				key := r.keys[(seq+i)%len(r.keys)]
-				contents[i] = fmt.Sprintf("%s|%07d", key, seq+i)
-				msgs[i] = rmq.FixedTimeMessage{Topic: churnTopic, Content: []byte(contents[i]),
-					FixedTime: now.Add(churnDue), SlotBasis: key}
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := r.client.Producer().SendBatch(ctx, msgs...)
+			err := r.sendDue(func(now time.Time) error {
+				for i := range n {
+					key := r.keys[(seq+i)%len(r.keys)]
+					contents[i] = fmt.Sprintf("%s|%07d", key, seq+i)
+					msgs[i] = rmq.FixedTimeMessage{Topic: churnTopic, Content: []byte(contents[i]),
+						FixedTime: now.Add(churnDue), SlotBasis: key}
+				}
+				return r.client.Producer().SendBatch(ctx, msgs...)
+			})
 			cancel()
 			f.mu.Lock()
 			if err != nil {
@@ -176,6 +178,25 @@ func (r *churnRun) startFeed() {
 		}
 	}()
 	r.t.Cleanup(func() { r.stopFeed() })
+}
+
+// sendDue runs send, which stores messages due churnDue after now. The
+// producer refuses a FixedTime that has already passed, which happens when
+// the process stalls for longer than churnDue between composing and sending
+// (CPU steal on a loaded VM comes in bursts that long); send then runs again
+// with a fresh now, up to three times in all. A refused send stores nothing,
+// so no message goes twice.
+func (r *churnRun) sendDue(send func(now time.Time) error) error {
+	var err error
+	for range 3 {
+		now := time.Now()
+		if err = send(now); !errors.Is(err, rmq.ErrInvalidTime) {
+			return err
+		}
+		r.t.Logf("%7.3fs  stalled %v between composing a send and sending it; composing it again",
+			r.since(time.Now().UnixNano()), time.Since(now).Round(time.Millisecond))
+	}
+	return err
 }
 
 // stopFeed stops the feed (once) and returns what it sent.
