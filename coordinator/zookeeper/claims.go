@@ -232,9 +232,9 @@ func (r *membership) nextDeadline() time.Duration {
 const fastPoll = 25 * time.Millisecond
 
 // leave hands every slot back and leaves the group: revoke, wait for the
-// releases (up to the drain timeout), delete the owner nodes, then the
-// election and worker nodes. Closing the session afterwards removes anything
-// a failed delete left.
+// releases (up to the drain timeout, or until the client abandons its
+// listeners), delete the owner nodes, then the election and worker nodes.
+// Closing the session afterwards removes anything a failed delete left.
 func (r *membership) leave() {
 	var grants []*coordinator.Grant
 	for _, t := range r.topics {
@@ -246,17 +246,26 @@ func (r *membership) leave() {
 			}
 		}
 	}
-	deadline := time.After(r.m.DrainTimeout)
+	// Past the drain timeout, or once the client abandons its listeners,
+	// every lease not yet released is taken away at once.
+	deadline := time.NewTimer(r.m.DrainTimeout)
+	defer deadline.Stop()
+	late := false
 	for _, g := range grants {
-		select {
-		case <-g.Released():
-		case <-deadline:
-			g.Lose()
+		if !late {
+			select {
+			case <-g.Released():
+				continue
+			case <-deadline.C:
+			case <-r.m.Abandoned:
+			}
+			late = true
 		}
+		g.Lose()
 	}
 	sid, _ := r.current()
-	if sid == 0 || sid != r.joined {
-		return
+	if sid == 0 || sid != r.joined || wait.Closed(r.m.Abandoned) {
+		return // abandoned: closing the session deletes the nodes without waiting on the ensemble
 	}
 	for _, t := range r.topics {
 		for _, c := range t.held {

@@ -147,6 +147,9 @@ func (r *membership) run(ctx context.Context) error {
 		case <-ctx.Done():
 			r.leave()
 			return nil
+		case <-r.m.Abandoned:
+			r.leave()
+			return nil
 		case <-r.kick:
 		case <-time.After(wait):
 		}

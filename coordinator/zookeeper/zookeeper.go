@@ -83,6 +83,7 @@ type Coordinator struct {
 var (
 	_ coordinator.Coordinator   = (*Coordinator)(nil)
 	_ coordinator.TopicRecorder = (*Coordinator)(nil)
+	_ coordinator.Kinded        = (*Coordinator)(nil)
 )
 
 // New validates cfg and returns the coordinator. It connects when
@@ -144,11 +145,16 @@ func New(cfg Config) (*Coordinator, error) {
 	return &Coordinator{cfg: cfg, log: log, acl: acl}, nil
 }
 
+// Kind implements coordinator.Kinded: "zookeeper". Processes of one
+// namespace must all use the same kind of coordinator.
+func (z *Coordinator) Kind() string { return "zookeeper" }
+
 // WorkerID returns the id this process registers under.
 func (z *Coordinator) WorkerID() string { return z.cfg.WorkerID }
 
 // Run implements coordinator.Coordinator: it joins the group with its own
-// ZooKeeper session, which ends when Run returns.
+// ZooKeeper session, which ends when Run returns. When m.Abandoned closes, it
+// takes every lease away without waiting for releases, and returns.
 func (z *Coordinator) Run(ctx context.Context, m coordinator.Member, h coordinator.Handler) error {
 	if err := checkNodeName(m.Namespace); err != nil {
 		return fmt.Errorf("%w: namespace %q: %v", ErrInvalidConfig, m.Namespace, err)

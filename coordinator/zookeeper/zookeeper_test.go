@@ -241,3 +241,99 @@ func TestZooKeeperAuthNeverCreatesWorldWritableNodes(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// stubborn holds its leases and never releases them.
+type stubborn struct {
+	mu   sync.Mutex
+	held []*coordinator.Lease
+}
+
+func (h *stubborn) Assigned(l *coordinator.Lease) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.held = append(h.held, l)
+}
+
+func (h *stubborn) Revoked(*coordinator.Lease) {}
+
+// leases returns the leases handed out so far and how many are valid.
+func (h *stubborn) leases() ([]*coordinator.Lease, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, l := range h.held {
+		if l.Valid() {
+			n++
+		}
+	}
+	return append([]*coordinator.Lease(nil), h.held...), n
+}
+
+// runStubborn runs a worker whose threads never release, until stop; Run's
+// result arrives on the returned channel.
+func runStubborn(t *testing.T, m coordinator.Member) (h *stubborn, stop context.CancelFunc, done <-chan error) {
+	t.Helper()
+	z, err := zookeeper.New(zookeeper.Config{Servers: testenv.ZooKeeper(t), SessionTimeout: 4 * time.Second,
+		Root: "/rmq-test", WorkerID: "stubborn"})
+	require.NoError(t, err)
+	assert.Equal(t, "zookeeper", z.Kind())
+	h = &stubborn{}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() { ch <- z.Run(ctx, m, h) }()
+	t.Cleanup(cancel)
+	waitFor(t, 10*time.Second, "all 4 slots held", func() bool { _, n := h.leases(); return n == 4 })
+	return h, cancel, ch
+}
+
+func assertAllLost(t *testing.T, h *stubborn) {
+	t.Helper()
+	leases, valid := h.leases()
+	assert.Zero(t, valid)
+	for _, l := range leases {
+		assert.ErrorIs(t, context.Cause(l.Context()), coordinator.ErrLeaseLost, "slot %d", l.Slot())
+	}
+}
+
+// Leaving, a worker waits for its threads' releases up to the drain timeout
+// in all, then takes every lease still out away.
+func TestZooKeeperLeaveTakesLeasesAwayAfterTheDrainTimeout(t *testing.T) {
+	ns := fmt.Sprintf("drain-%d", time.Now().UnixNano())
+	m := coordinator.Member{Namespace: ns, DrainTimeout: time.Second, Topics: []coordinator.TopicThreads{
+		{Topic: "t", SlotAmount: 4, Threads: 2, Definition: `{"slotAmount":4,"type":"Priority"}`}}}
+	h, stop, done := runStubborn(t, m)
+	start := time.Now()
+	stop()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return: it waited for releases past the drain timeout")
+	}
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, m.DrainTimeout, "the threads had the drain timeout to release")
+	t.Logf("left %v after the stop (drain timeout %v)", took, m.DrainTimeout)
+	assertAllLost(t, h)
+}
+
+// When the client abandons its listeners, a leaving worker stops waiting for
+// releases at once.
+func TestZooKeeperAbandonedTakesLeasesAwayAtOnce(t *testing.T) {
+	ns := fmt.Sprintf("abandon-%d", time.Now().UnixNano())
+	abandoned := make(chan struct{})
+	m := coordinator.Member{Namespace: ns, DrainTimeout: time.Minute, Abandoned: abandoned, Topics: []coordinator.TopicThreads{
+		{Topic: "t", SlotAmount: 4, Threads: 2, Definition: `{"slotAmount":4,"type":"Priority"}`}}}
+	h, stop, done := runStubborn(t, m)
+	stop()
+	time.Sleep(100 * time.Millisecond) // leaving, waiting for releases
+	start := time.Now()
+	close(abandoned)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the client abandoned its listeners")
+	}
+	t.Logf("returned %v after the abandon (drain timeout %v)", time.Since(start), m.DrainTimeout)
+	assertAllLost(t, h)
+}
