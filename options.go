@@ -94,9 +94,10 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithCoordinator sets who assigns slots to this process's threads. Default:
-// a local coordinator that gives every slot to this process (one process per
-// namespace). For many processes, use zookeeper.New of package
-// github.com/rmq-go/rmq/coordinator/zookeeper.
+// the Redis coordinator (coordinator.NewRedis on the client's Redis), which
+// spreads the slots over every process of the namespace. coordinator.NewLocal
+// gives every slot to this process alone; zookeeper.New of package
+// github.com/rmq-go/rmq/coordinator/zookeeper coordinates through ZooKeeper.
 func WithCoordinator(co coordinator.Coordinator) Option {
 	return func(c *config) {
 		if co == nil {
