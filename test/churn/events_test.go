@@ -163,7 +163,7 @@ func (r *churnRun) midCall(w *churnWorker, tag string, d time.Duration) string {
 		return fmt.Sprintf("no mid-call message: %s holds no slot", w.id)
 	}
 	content := fmt.Sprintf("%s%s%s-%d", key, churnSlowTag, tag, d.Milliseconds())
-	if err := r.sendDue(func(now time.Time) error {
+	if err := r.sendDue(ctx, func(now time.Time) error {
 		return r.client.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: churnTopic, Content: []byte(content),
 			FixedTime: now.Add(churnDue), SlotBasis: key})
 	}); err != nil {

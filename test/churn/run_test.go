@@ -156,12 +156,16 @@ func (r *churnRun) startFeed() {
 			msgs := make([]rmq.OutgoingMessage, n)
 			contents := make([]string, n)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := r.sendDue(func(now time.Time) error {
-				for i := range n {
-					key := r.keys[(seq+i)%len(r.keys)]
-					contents[i] = fmt.Sprintf("%s|%07d", key, seq+i)
-					msgs[i] = rmq.FixedTimeMessage{Topic: churnTopic, Content: []byte(contents[i]),
-						FixedTime: now.Add(churnDue), SlotBasis: key}
+			for i := range n {
+				key := r.keys[(seq+i)%len(r.keys)]
+				contents[i] = fmt.Sprintf("%s|%07d", key, seq+i)
+				msgs[i] = rmq.FixedTimeMessage{Topic: churnTopic, Content: []byte(contents[i]), SlotBasis: key}
+			}
+			err := r.sendDue(ctx, func(now time.Time) error {
+				for i := range msgs {
+					m := msgs[i].(rmq.FixedTimeMessage)
+					m.FixedTime = now.Add(churnDue)
+					msgs[i] = m
 				}
 				return r.client.Producer().SendBatch(ctx, msgs...)
 			})
@@ -182,21 +186,20 @@ func (r *churnRun) startFeed() {
 
 // sendDue runs send, which stores messages due churnDue after now. The
 // producer refuses a FixedTime that has already passed, which happens when
-// the process stalls for longer than churnDue between composing and sending
-// (CPU steal on a loaded VM comes in bursts that long); send then runs again
-// with a fresh now, up to three times in all. A refused send stores nothing,
-// so no message goes twice.
-func (r *churnRun) sendDue(send func(now time.Time) error) error {
-	var err error
-	for range 3 {
+// the process stalls for longer than churnDue between stamping and sending
+// (CPU steal and a loaded VM stall it 50-100 ms, several times in a row at
+// worst); send then runs again with a fresh now, until it is not refused or
+// ctx ends. A refused send stores nothing, so no message goes twice.
+func (r *churnRun) sendDue(ctx context.Context, send func(now time.Time) error) error {
+	for {
 		now := time.Now()
-		if err = send(now); !errors.Is(err, rmq.ErrInvalidTime) {
+		err := send(now)
+		if !errors.Is(err, rmq.ErrInvalidTime) || ctx.Err() != nil {
 			return err
 		}
-		r.t.Logf("%7.3fs  stalled %v between composing a send and sending it; composing it again",
+		r.t.Logf("%7.3fs  stalled %v between stamping a send and sending it; stamping it again",
 			r.since(time.Now().UnixNano()), time.Since(now).Round(time.Millisecond))
 	}
-	return err
 }
 
 // stopFeed stops the feed (once) and returns what it sent.
