@@ -140,7 +140,7 @@ func (r *churnRun) finish() {
 		deadline := time.Now().Add(15 * time.Second)
 		for {
 			st, err := r.client.Stats(ctx, churnTopic)
-			if err == nil && st.Store == 0 && st.Prepare == 0 {
+			if err == nil && st.Pending() == 0 && st.Prepare == 0 {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -174,7 +174,7 @@ func testCrash(t *testing.T, b testenv.Backend, sc crashScenario) {
 		t.Fatalf("the listener of %q was not running at the kill; running: %q", held, inflight)
 	}
 	t.Logf("killed worker 1 at %d/%d processed (%d committed): prepare %d, store %d, listeners running %d (1 held)",
-		atKill, crashFirst+crashDuring, crashFirst+crashDuring-st.Store-st.Prepare-st.Dead, st.Prepare, st.Store, len(inflight))
+		atKill, crashFirst+crashDuring, crashFirst+crashDuring-st.Pending()-st.Prepare-st.Dead, st.Prepare, st.Pending(), len(inflight))
 
 	// Worker 2 must process everything: what was left in store at once, what
 	// worker 1 held in prepare after the consume timeout.
