@@ -41,6 +41,7 @@ import (
 const (
 	churnWorkerEnv  = "RMQ_CHURN_WORKER"      // worker id ("w1", …); unset: not a worker
 	churnCoordEnv   = "RMQ_CHURN_COORDINATOR" // kind of coordinator, a key of coordinatorKinds
+	churnRedisEnv   = "RMQ_CHURN_REDIS"       // where the messages live: a churnDeployment
 	churnNSEnv      = "RMQ_CHURN_NS"          // namespace
 	churnLogEnv     = "RMQ_CHURN_LOG"         // path of the worker's call log
 	churnThreadsEnv = "RMQ_CHURN_THREADS"     // consumer threads
@@ -81,14 +82,14 @@ const (
 // workers joining, stopping, crashing and freezing; then the ZooKeeper leader
 // dying.
 func TestChurnZooKeeper(t *testing.T) {
-	t.Run("workers", func(t *testing.T) { testChurnWorkers(t, zookeeperKind) })
+	t.Run("workers", func(t *testing.T) { testChurnWorkers(t, zookeeperKind, singleRedis) })
 	t.Run("zk-leader-kill", testChurnZKLeader)
 }
 
 // testChurnWorkers runs the scenario every coordinator must pass: workers
 // joining, stopping gracefully, dying and freezing.
-func testChurnWorkers(t *testing.T, kind coordinatorKind) {
-	r := newChurnRun(t, kind)
+func testChurnWorkers(t *testing.T, kind coordinatorKind, deployment churnDeployment) {
+	r := newChurnRun(t, kind, deployment)
 	r.startFeed()
 	r.begin("w1", "w2", "w3", "w4", "w5", "w6")
 	r.join("w7", 8*time.Second)

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rmq-go/rmq/coordinator"
 	"github.com/rmq-go/rmq/coordinator/zookeeper"
 	"github.com/rmq-go/rmq/internal/testenv"
@@ -16,16 +18,17 @@ type coordinatorKind struct {
 	// name is the kind's key in coordinatorKinds, passed to worker processes
 	// in churnCoordEnv.
 	name string
-	// worker builds the coordinator of worker process id (in that process),
-	// closed when t ends.
-	worker func(t *testing.T, id string, log *slog.Logger) (coordinator.Coordinator, error)
+	// worker builds the coordinator of worker process id (in that process)
+	// whose messages live on client, closed when t ends.
+	worker func(t *testing.T, id string, log *slog.Logger, client redis.UniversalClient) (coordinator.Coordinator, error)
 	// observer builds the parent's view of the coordinator, closed when t ends.
-	observer func(t *testing.T) (observer, error)
+	observer func(t *testing.T, client redis.UniversalClient) (observer, error)
 }
 
 // coordinatorKinds are the kinds a worker process may be asked to build.
 var coordinatorKinds = map[string]coordinatorKind{
 	zookeeperKind.name: zookeeperKind,
+	redisKind.name:     redisKind,
 }
 
 // observer is the parent's view of a coordinator.
@@ -56,7 +59,7 @@ const churnZKRoot = "/rmq-churn"
 // RMQ_ZK_SERVERS.
 var zookeeperKind = coordinatorKind{
 	name: "zookeeper",
-	worker: func(t *testing.T, id string, log *slog.Logger) (coordinator.Coordinator, error) {
+	worker: func(t *testing.T, id string, log *slog.Logger, _ redis.UniversalClient) (coordinator.Coordinator, error) {
 		z, err := zookeeper.New(zookeeper.Config{Servers: testenv.ZooKeeper(t), SessionTimeout: churnSession,
 			Root: churnZKRoot, WorkerID: id, Logger: log})
 		if err != nil {
@@ -65,7 +68,7 @@ var zookeeperKind = coordinatorKind{
 		t.Cleanup(func() { z.Close() })
 		return z, nil
 	},
-	observer: func(t *testing.T) (observer, error) {
+	observer: func(t *testing.T, _ redis.UniversalClient) (observer, error) {
 		z, err := zookeeper.New(zookeeper.Config{Servers: testenv.ZooKeeper(t), SessionTimeout: churnSession,
 			Root: churnZKRoot})
 		if err != nil {

@@ -21,16 +21,17 @@ import (
 
 // churnRun is one scenario: its namespace, workers, feed and events.
 type churnRun struct {
-	t       *testing.T
-	b       testenv.Backend
-	kind    coordinatorKind
-	obs     observer // the parent's view of the coordinator
-	ns      string
-	dir     string
-	client  *rmq.Client
-	keys    []string // feed order: consecutive keys are in different slots
-	resStep time.Duration
-	t0      time.Time // when the feed started
+	t          *testing.T
+	b          testenv.Backend
+	deployment churnDeployment
+	kind       coordinatorKind
+	obs        observer // the parent's view of the coordinator
+	ns         string
+	dir        string
+	client     *rmq.Client
+	keys       []string // feed order: consecutive keys are in different slots
+	resStep    time.Duration
+	t0         time.Time // when the feed started
 
 	workers []*churnWorker
 	events  []*churnEvent
@@ -49,13 +50,13 @@ type churnEvent struct {
 	note        string
 }
 
-func newChurnRun(t *testing.T, kind coordinatorKind) *churnRun {
-	b := testenv.Single(t)
-	obs, err := kind.observer(t)
+func newChurnRun(t *testing.T, kind coordinatorKind, deployment churnDeployment) *churnRun {
+	b := deployment.backend(t)
+	obs, err := kind.observer(t, b.Redis)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &churnRun{t: t, b: b, kind: kind, obs: obs, ns: testenv.Namespace(t, b)}
+	r := &churnRun{t: t, b: b, kind: kind, obs: obs, ns: testenv.Namespace(t, b), deployment: deployment}
 	r.dir = t.TempDir()
 	if keep := os.Getenv(churnKeepEnv); keep != "" {
 		r.dir = filepath.Join(keep, r.ns)
@@ -190,16 +191,38 @@ func (r *churnRun) startFeed() {
 // (CPU steal and a loaded VM stall it 50-100 ms, several times in a row at
 // worst); send then runs again with a fresh now, until it is not refused or
 // ctx ends. A refused send stores nothing, so no message goes twice.
+//
+// A send that Redis fails (it is down, or failing over) goes again after
+// 100 ms until ctx ends, as a producer keeps retrying: part of it may have
+// been stored, and sending a content twice stores it once.
 func (r *churnRun) sendDue(ctx context.Context, send func(now time.Time) error) error {
 	for {
 		now := time.Now()
 		err := send(now)
-		if !errors.Is(err, rmq.ErrInvalidTime) || ctx.Err() != nil {
+		switch {
+		case err == nil || ctx.Err() != nil:
 			return err
+		case errors.Is(err, rmq.ErrInvalidTime):
+			r.t.Logf("%7.3fs  stalled %v between stamping a send and sending it; stamping it again",
+				r.since(time.Now().UnixNano()), time.Since(now).Round(time.Millisecond))
+		case isInputError(err):
+			return err
+		default:
+			r.t.Logf("%7.3fs  send failed, again in 100ms: %v", r.since(time.Now().UnixNano()), err)
+			time.Sleep(100 * time.Millisecond)
 		}
-		r.t.Logf("%7.3fs  stalled %v between stamping a send and sending it; stamping it again",
-			r.since(time.Now().UnixNano()), time.Since(now).Round(time.Millisecond))
 	}
+}
+
+// isInputError reports whether err says the message itself is bad.
+func isInputError(err error) bool {
+	for _, e := range []error{rmq.ErrInvalidTopic, rmq.ErrUnknownTopic, rmq.ErrTopicTypeMismatch, rmq.ErrEmptyContent,
+		rmq.ErrContentTooLarge, rmq.ErrInvalidMessage, rmq.ErrClosed} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // stopFeed stops the feed (once) and returns what it sent.
@@ -257,6 +280,7 @@ func (r *churnRun) startWorker(id string) *churnWorker {
 	w.Process = childproc.Start(r.t, "worker "+id, "TestChurnWorkerProcess", filepath.Join(r.dir, id+".stderr"),
 		churnWorkerEnv+"="+id,
 		churnCoordEnv+"="+r.kind.name,
+		churnRedisEnv+"="+string(r.deployment),
 		churnNSEnv+"="+r.ns,
 		churnLogEnv+"="+w.logPath,
 		churnThreadsEnv+"="+strconv.Itoa(churnThreads),

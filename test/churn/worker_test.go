@@ -15,7 +15,6 @@ import (
 
 	"github.com/rmq-go/rmq"
 	"github.com/rmq-go/rmq/internal/churn"
-	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 // TestChurnWorkerProcess is a worker process of TestChurn. It returns at once
@@ -35,9 +34,9 @@ func TestChurnWorkerProcess(t *testing.T) {
 	if !ok {
 		t.Fatalf("worker %s: %s=%q names no coordinator kind", id, churnCoordEnv, os.Getenv(churnCoordEnv))
 	}
-	b := testenv.Single(t)
+	b := churnDeployment(os.Getenv(churnRedisEnv)).backend(t)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	coord, err := kind.worker(t, id, logger)
+	coord, err := kind.worker(t, id, logger, b.Redis)
 	if err != nil {
 		t.Fatalf("worker %s: %v", id, err)
 	}

@@ -30,7 +30,7 @@ const churnSlowZK = 300 * time.Millisecond
 // kills a worker.
 func testChurnZKLeader(t *testing.T) {
 	e := newZKEnsemble(t)
-	r := newChurnRun(t, zookeeperKind)
+	r := newChurnRun(t, zookeeperKind, singleRedis)
 	e.check()
 	r.startFeed()
 	r.begin("w1", "w2", "w3", "w4", "w5", "w6")
