@@ -91,13 +91,10 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 
 func newClient(r redis.UniversalClient, cfg config) *Client {
 	keys := rdb.NewKeyspace(cfg.namespace)
-	c := &Client{cfg: cfg, keys: keys, broker: rdb.New(r, keys), subs: make(map[string]*subscription)}
+	c := &Client{cfg: cfg, keys: keys, subs: make(map[string]*subscription)}
+	c.broker = rdb.New(r, keys, rdb.WithSendStream(cfg.sendStream), rdb.WithSendCounts(&c.counters.send), rdb.WithLogger(cfg.logger))
 	c.hard, c.hardCancel = context.WithCancel(context.Background())
-	q := &sendQueue{broker: c.broker, log: cfg.logger, sent: &c.counters.sent, retries: &c.counters.sendRetries}
-	if cfg.sendStream {
-		q.stream = rdb.NewStream(r)
-	}
-	c.producer = &Producer{c: c, queue: q}
+	c.producer = &Producer{c: c}
 	waits := make([]string, MaxRetries)
 	for i := range waits {
 		waits[i] = strconv.FormatInt(max(cfg.backoff(i+1).Milliseconds(), 0), 10)
@@ -193,7 +190,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.state = stateClosed
 	c.closed.Store(true)
 	c.mu.Unlock()
-	defer c.producer.queue.closeStream(ctx)
+	defer c.broker.Close(ctx)
 	if state != stateStarted {
 		c.hardCancel()
 		return nil
