@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"hash/maphash"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -20,13 +21,26 @@ type sendPipe struct {
 	b *redisBroker
 }
 
+// pipeScratch is the memory one pipeline reuses from the last.
+type pipeScratch struct {
+	entries []Entry
+	wakes   wakeSet
+	pubs    []Publication
+	payload []byte // the wake-ups' payloads
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(pipeScratch) }}
+
 // write implements strategy.
 func (p *sendPipe) write(batch []*request) {
-	entries := make([]Entry, len(batch))
-	for i, r := range batch {
-		entries[i] = r.entry
+	sc := scratchPool.Get().(*pipeScratch)
+	for _, r := range batch {
+		sc.entries = append(sc.entries, r.entry)
 	}
-	errs, _ := p.b.store(context.Background(), entries, nil)
+	errs, _ := p.b.store(context.Background(), sc.entries, nil, sc)
+	clear(sc.entries)
+	sc.entries = sc.entries[:0]
+	scratchPool.Put(sc)
 	for i, r := range batch {
 		var err error
 		if errs != nil {
@@ -63,7 +77,9 @@ func (b *redisBroker) Enqueue(ctx context.Context, entries []Entry, pubs []Publi
 		if end == len(entries) {
 			after = pubs
 		}
-		chunkErrs, err := b.store(ctx, entries[start:end], after)
+		sc := scratchPool.Get().(*pipeScratch)
+		chunkErrs, err := b.store(ctx, entries[start:end], after, sc)
+		scratchPool.Put(sc)
 		if pubErr == nil {
 			pubErr = err
 		}
@@ -94,7 +110,8 @@ type zaddGroup struct {
 }
 
 // store adds entries in one pipeline, then publishes their wake-ups and pubs;
-// it counts the entries stored and logs a failed publication. It returns nil
+// it counts the entries stored and logs a failed publication. sc is memory
+// to reuse, given back clean. It returns nil
 // when every entry was stored, else one error per entry (nil where that entry
 // was stored), and the first failed publication's error.
 //
@@ -104,10 +121,10 @@ type zaddGroup struct {
 // the same pipeline, after the ZADDs on one connection; on a cluster they are
 // sent after the pipeline returns, since the pipeline's commands go to
 // several nodes in no fixed order.
-func (b *redisBroker) store(ctx context.Context, entries []Entry, pubs []Publication) ([]error, error) {
-	var ws wakeSet
-	wakes, _ := entryWakes(&ws, entries, nil, nil)
-	pubs = append(wakes, pubs...)
+func (b *redisBroker) store(ctx context.Context, entries []Entry, pubs []Publication, sc *pipeScratch) ([]error, error) {
+	sc.pubs, sc.payload = entryWakes(&sc.wakes, entries, sc.pubs[:0], sc.payload)
+	pubs = append(sc.pubs, pubs...)
+	defer clear(sc.pubs[:cap(sc.pubs)])
 	groups := groupEntries(entries)
 	pipe := b.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(groups))
