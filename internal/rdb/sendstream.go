@@ -20,13 +20,11 @@ type Completer interface {
 	Complete(err error)
 }
 
-// sendStream is the full-duplex strategy: one connection of its own to a
-// single Redis node, on which a write puts its commands (a ZADD per entry,
-// then a PUBLISH per wake-up) without waiting for earlier replies, while a
-// reader goroutine (streamConn.readReplies) hands each reply, in order, to
-// the Completer written with its command. Concurrent Sends thus share one
-// connection whose commands Redis reads in whatever runs it finds, instead of
-// one round trip per pipeline.
+// sendStream is the full-duplex strategy (see the README's Sending section):
+// one connection of its own to a single Redis node, on which a write puts its
+// commands (a ZADD per entry, then a PUBLISH per wake-up) without waiting for
+// earlier replies, while a reader goroutine (streamConn.readReplies) hands
+// each reply, in order, to the Completer written with its command.
 //
 // The sender elects one writer at a time, which owns the buffers below. The
 // connection is dialled on the first write and again after a failure, with

@@ -36,7 +36,7 @@ func (o outcome) wait(t *testing.T, d time.Duration) error {
 	}
 }
 
-// write writes entries in one Write and returns their outcomes.
+// write writes entries in one write and returns their outcomes.
 func write(s *sendStream, entries ...Entry) []outcome {
 	outs := make([]outcome, len(entries))
 	done := make([]Completer, len(entries))
@@ -78,7 +78,7 @@ func TestStreamStoresEveryEntry(t *testing.T) {
 	singles(t, func(t *testing.T, b testenv.Backend, opt *redis.Options) {
 		ns := testenv.Namespace(t, b)
 		s, _ := streamOn(t, opt)
-		var mu sync.Mutex // Write is serialized by its caller
+		var mu sync.Mutex // the sender elects one writer at a time
 		var wg sync.WaitGroup
 		const senders, each = 8, 200
 		for g := range senders {
@@ -147,7 +147,7 @@ func TestStreamErrorReplyFailsOneCommand(t *testing.T) {
 }
 
 // A killed connection fails what is in flight with an error, and the next
-// Write dials a new one.
+// write dials a new one.
 func TestStreamRedialsAfterTheConnectionIsKilled(t *testing.T) {
 	b := testenv.Single(t)
 	ns := testenv.Namespace(t, b)
@@ -183,7 +183,7 @@ func TestStreamRedialsAfterTheConnectionIsKilled(t *testing.T) {
 	assert.Equal(t, int64(2), n)
 }
 
-// An unreachable server fails each Write with the dial error, at once.
+// An unreachable server fails each write with the dial error, at once.
 func TestStreamReportsDialErrors(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -91,7 +91,7 @@ func TestStreamFailsCommandsOfASilentServer(t *testing.T) {
 }
 
 // A replica's READONLY reply fails the command and drops the connection, so
-// the next Write dials again (a failover behind the dialer reaches the new
+// the next write dials again (a failover behind the dialer reaches the new
 // master).
 func TestStreamDropsAConnectionThatRefusesWrites(t *testing.T) {
 	var mu sync.Mutex
