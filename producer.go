@@ -31,8 +31,8 @@ func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
 		return nil
 	case errors.Is(err, rdb.ErrClosed):
 		return ErrClosed
-	case err == ctx.Err():
-		return err // as it is, like every ctx error of the client
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return err // ctx ended first: as it is, like every ctx error of the client
 	}
 	return fmt.Errorf("rmq: send to topic %q slot %d: %w", t.Name, e.Wake.Slot, err)
 }

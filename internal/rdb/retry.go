@@ -67,3 +67,12 @@ func clientRetries(opt *redis.Options) retryPolicy {
 
 // delay is the pause before retry n (0-based).
 func (p retryPolicy) delay(n int) time.Duration { return p.backoff.Delay(n + 1) }
+
+// after reports whether a command failed with err after attempt earlier
+// retries goes again (a retryable error, retries left), and after what pause.
+func (p retryPolicy) after(err error, attempt int) (time.Duration, bool) {
+	if attempt >= p.max || !retryable(err) {
+		return 0, false
+	}
+	return p.delay(attempt), true
+}

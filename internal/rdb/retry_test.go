@@ -54,7 +54,7 @@ func TestRetryBackoffFollowsTheClientOptions(t *testing.T) {
 		c := redis.NewClient(o)
 		t.Cleanup(func() { c.Close() })
 		opt = c.Options()
-		return newSendStream(c, discard).retry()
+		return newSendStream(c, discard).retries
 	}
 	p := policy(&redis.Options{})
 	assert.Equal(t, 3, p.max, "go-redis default")
@@ -75,5 +75,13 @@ func TestRetryBackoffFollowsTheClientOptions(t *testing.T) {
 	assert.GreaterOrEqual(t, p.delay(10), time.Second)
 	assert.LessOrEqual(t, p.delay(10), 2*time.Second)
 
-	assert.Zero(t, (&sendPipe{}).retry().max, "go-redis retries its pipelines itself")
+	_, again := (&sendPipe{}).retryAfter(io.EOF, 0)
+	assert.False(t, again, "go-redis retries its pipelines itself")
+	p = policy(&redis.Options{MaxRetries: 2, MinRetryBackoff: -1})
+	for attempt, want := range []bool{true, true, false} {
+		_, again = p.after(io.EOF, attempt)
+		assert.Equal(t, want, again, "attempt %d", attempt)
+	}
+	_, again = p.after(ReplyError("WRONGTYPE x"), 0)
+	assert.False(t, again, "a final error")
 }

@@ -43,8 +43,9 @@ type strategy interface {
 	duplex() bool
 	// inFlight reports whether written commands await replies (duplex only).
 	inFlight() bool
-	// retry is how a Send whose write failed with a retryable error goes again.
-	retry() retryPolicy
+	// retryAfter reports whether a Send whose write failed with err, after
+	// attempt earlier retries, goes again, and after what pause.
+	retryAfter(err error, attempt int) (time.Duration, bool)
 	// close waits up to ctx for the replies in flight, then fails the rest
 	// and closes the strategy's connections; later writes fail with ErrClosed.
 	close(ctx context.Context)
@@ -80,7 +81,6 @@ type sender struct {
 	strategy strategy
 	duplex   bool
 	writers  int // writers at work at once, at most
-	retry    retryPolicy
 	counts   *SendCounts
 
 	mu      sync.Mutex
@@ -91,7 +91,7 @@ type sender struct {
 }
 
 func newSender(st strategy, counts *SendCounts) *sender {
-	s := &sender{strategy: st, duplex: st.duplex(), writers: 1, retry: st.retry(), counts: counts}
+	s := &sender{strategy: st, duplex: st.duplex(), writers: 1, counts: counts}
 	if !s.duplex {
 		s.writers = maxPipelines
 	}
@@ -123,10 +123,10 @@ func (r *request) finish(err error) {
 	r.done <- struct{}{}
 }
 
-// send stores e: it queues e and waits for the outcome, as often as the
-// strategy's retry policy allows while the outcome is retryable (the
-// command may have run before the failure; running it twice stores the
-// same entry). If ctx ends first it returns ctx.Err().
+// send stores e: it queues e and waits for the outcome, again after a
+// failure as often as the strategy says (the command may have run before the
+// failure; running it twice stores the same entry). If ctx ends first it
+// returns ctx.Err().
 func (s *sender) send(ctx context.Context, e Entry) error {
 	r := requestPool.Get().(*request)
 	r.entry, r.counts = e, s.counts
@@ -138,13 +138,18 @@ func (s *sender) send(ctx context.Context, e Entry) error {
 			return ctx.Err() // r stays with its writer or reader and is not recycled
 		}
 		err := r.err
-		if err == nil || attempt >= s.retry.max || !retryable(err) {
+		var pause time.Duration
+		again := false
+		if err != nil {
+			pause, again = s.strategy.retryAfter(err, attempt)
+		}
+		if !again {
 			*r = request{done: r.done}
 			requestPool.Put(r)
 			return err
 		}
 		s.counts.Retries.Add(1)
-		if wait.Sleep(ctx, s.retry.delay(attempt)); ctx.Err() != nil {
+		if wait.Sleep(ctx, pause); ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}

@@ -68,9 +68,11 @@ func (f *fakeStrategy) write(batch []*request) {
 	f.mu.Unlock()
 }
 
-func (f *fakeStrategy) duplex() bool          { return f.isDuplex }
-func (f *fakeStrategy) inFlight() bool        { return false }
-func (f *fakeStrategy) retry() retryPolicy    { return f.policy }
+func (f *fakeStrategy) duplex() bool   { return f.isDuplex }
+func (f *fakeStrategy) inFlight() bool { return false }
+func (f *fakeStrategy) retryAfter(err error, attempt int) (time.Duration, bool) {
+	return f.policy.after(err, attempt)
+}
 func (f *fakeStrategy) close(context.Context) { f.closes.Add(1) }
 
 // snapshot returns the writes so far and the most that ran at once.

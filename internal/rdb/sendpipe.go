@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -56,9 +57,9 @@ func (p *sendPipe) duplex() bool { return false }
 // inFlight implements strategy; the sender asks only duplex strategies.
 func (p *sendPipe) inFlight() bool { return false }
 
-// retry implements strategy: none of its own, since the go-redis client
-// retries its pipelines itself.
-func (p *sendPipe) retry() retryPolicy { return retryPolicy{} }
+// retryAfter implements strategy: no retries of its own, since the go-redis
+// client retries its pipelines itself.
+func (p *sendPipe) retryAfter(error, int) (time.Duration, bool) { return 0, false }
 
 // close implements strategy: nothing of its own to close.
 func (p *sendPipe) close(context.Context) {}

@@ -34,7 +34,8 @@ type Completer interface {
 // finds nothing in flight). go-redis hooks do not see its commands.
 type sendStream struct {
 	opt     *redis.Options
-	pubDone Completer // the outcome of every wake-up publication
+	retries retryPolicy // the go-redis client's
+	pubDone Completer   // the outcome of every wake-up publication
 
 	mu     sync.Mutex
 	conn   *streamConn // nil until dialled
@@ -64,7 +65,7 @@ func newSendStream(client redis.UniversalClient, log *slog.Logger) *sendStream {
 	if opt.Dialer == nil || opt.OnConnect != nil || opt.StreamingCredentialsProvider != nil || opt.Limiter != nil {
 		return nil
 	}
-	return &sendStream{opt: opt, pubDone: (*wakeOutcome)(log)}
+	return &sendStream{opt: opt, retries: clientRetries(opt), pubDone: (*wakeOutcome)(log)}
 }
 
 // write implements strategy: the batch's entries, then their wake-ups.
@@ -84,8 +85,11 @@ func (s *sendStream) write(batch []*request) {
 // duplex implements strategy.
 func (s *sendStream) duplex() bool { return true }
 
-// retry implements strategy: as the go-redis client retries its commands.
-func (s *sendStream) retry() retryPolicy { return clientRetries(s.opt) }
+// retryAfter implements strategy: as the go-redis client retries its
+// commands.
+func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
+	return s.retries.after(err, attempt)
+}
 
 // writeCommands sends ZADD for each entry (entries[i] completes done[i]),
 // then PUBLISH for each publication (each completes pubDone), on the current
