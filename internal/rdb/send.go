@@ -20,8 +20,12 @@ import (
 // entries after them (wakeset.go). The README's Sending section tells why.
 
 // SendCounts are what a sender counts; the client exports Sent and Retries.
+// Sent, added to by the stream's reader at each reply, has a cache line of
+// its own, away from the writer's Writes and from its neighbours.
 type SendCounts struct {
+	_       [56]byte
 	Sent    atomic.Int64 // entries stored by Send and Enqueue
+	_       [56]byte
 	Retries atomic.Int64 // Sends written again after a retryable failure
 	Writes  atomic.Int64 // writes of queued Sends (stream writes or pipelines)
 }
