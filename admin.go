@@ -113,7 +113,7 @@ func (c *Client) RequeueDead(ctx context.Context, topic string, contents ...[]by
 		return 0, err
 	}
 	var moved int64
-	var woken []*sendReq
+	var woken []rdb.Wake
 	for slot, n := range counts {
 		for left := n.Dead; left > 0; {
 			k, err := c.broker.Requeue(ctx, t.slots[slot], 1000, contents)
@@ -122,7 +122,7 @@ func (c *Client) RequeueDead(ctx context.Context, topic string, contents ...[]by
 			}
 			moved += k
 			if k > 0 {
-				woken = append(woken, &sendReq{topic: t, slot: slot})
+				woken = append(woken, rdb.Wake{Channel: t.wake, Slot: slot})
 			}
 			if k == 0 || len(contents) > 0 {
 				break
@@ -131,7 +131,7 @@ func (c *Client) RequeueDead(ctx context.Context, topic string, contents ...[]by
 		}
 	}
 	if len(woken) > 0 {
-		for _, p := range wakePublications(woken) {
+		for _, p := range rdb.WakePublications(woken) {
 			if err := c.broker.Publish(ctx, p.Channel, string(p.Payload)); err != nil {
 				c.cfg.logger.Warn("rmq: wake-up publish failed", "err", err)
 			}

@@ -40,41 +40,17 @@ func benchClient(b *testing.B) *Client {
 }
 
 // BenchmarkEncodeSend measures validating a message and building its store
-// entry (everything a Send does before the pipeline).
+// entry (everything a Send does before it hands the entry to the broker).
 func BenchmarkEncodeSend(b *testing.B) {
 	c := benchClient(b)
 	msg := PriorityMessage{Topic: "t", Content: []byte(fmt.Sprintf("%064d", 7)), Priority: 100}
 	ctx := context.Background()
 	b.ReportAllocs()
-	var r sendReq
 	for b.Loop() {
-		if err := c.producer.build(ctx, msg, time.Now(), &r); err != nil {
+		if _, _, err := c.producer.build(ctx, msg, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}
-}
-
-// BenchmarkWakePublications measures building the wake-ups of a 512-message
-// write with the reused buffers of the stream writer.
-func BenchmarkWakePublications(b *testing.B) {
-	c := benchClient(b)
-	ctx := context.Background()
-	reqs := make([]*sendReq, 512)
-	for i := range reqs {
-		reqs[i] = &sendReq{}
-		err := c.producer.build(ctx, PriorityMessage{Topic: "t", Content: fmt.Appendf(nil, "%064d", i), Priority: 100}, time.Now(), reqs[i])
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportAllocs()
-	var ws wakeSet
-	var pubs []rdb.Publication
-	var buf []byte
-	for b.Loop() {
-		pubs, buf = ws.publications(reqs, pubs[:0], buf)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*512), "ns/msg")
 }
 
 // BenchmarkNewMessage measures turning a delivery into a Message.
@@ -141,8 +117,8 @@ func benchmarkSend(b *testing.B, senders int, stream bool) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	q := c.producer.queue
-	b.ReportMetric(float64(q.sent.Load())/float64(max(q.pipelines.Load(), 1)), "msgs/write")
+	n := &c.counters.send
+	b.ReportMetric(float64(n.Sent.Load())/float64(max(n.Writes.Load(), 1)), "msgs/write")
 	b.ReportMetric(float64(per*senders)/b.Elapsed().Seconds(), "msgs/s")
 	r.Del(ctx, ns+":topics")
 	for _, k := range c.topics.get("t").slots {

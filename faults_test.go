@@ -78,6 +78,7 @@ func TestSendReturnsRedisErrors(t *testing.T) {
 	defer r.Close()
 	c, err := New(r, WithNamespace("faults"))
 	require.NoError(t, err)
+	defer c.Close(ctx)
 	require.NoError(t, c.DefineTopic(ctx, Topic{Name: "t", SlotAmount: 8, Type: Priority}))
 	b.Mini.Close()
 	err = c.Producer().Send(ctx, PriorityMessage{Topic: "t", Content: []byte("x"), Priority: 50})

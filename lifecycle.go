@@ -141,7 +141,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.state = stateClosed
 	c.closed.Store(true)
 	c.mu.Unlock()
-	c.producer.queue.closeStream(ctx)
+	c.broker.Close(ctx)
 	c.stats.close(ctx)
 	c.hardCancel()
 	return err

@@ -1,6 +1,10 @@
 package rmq
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/rmq-go/rmq/internal/rdb"
+)
 
 // Metrics are a client's counters since New. Read them with Client.Metrics
 // and export them to whatever monitoring you use.
@@ -20,15 +24,16 @@ type Metrics struct {
 
 // counters backs Metrics.
 type counters struct {
-	sent, delivered, redelivered, committed, failed, panics atomic.Int64
-	notOwner, restored, fenced, redisErrors, sendRetries    atomic.Int64
+	send                                              rdb.SendCounts // Sent, SendRetries
+	delivered, redelivered, committed, failed, panics atomic.Int64
+	notOwner, restored, fenced, redisErrors           atomic.Int64
 }
 
 // Metrics returns the client's counters.
 func (c *Client) Metrics() Metrics {
 	m := &c.counters
 	return Metrics{
-		Sent: m.sent.Load(), SendRetries: m.sendRetries.Load(), Delivered: m.delivered.Load(), Redelivered: m.redelivered.Load(),
+		Sent: m.send.Sent.Load(), SendRetries: m.send.Retries.Load(), Delivered: m.delivered.Load(), Redelivered: m.redelivered.Load(),
 		Committed: m.committed.Load(), Failed: m.failed.Load(), Panics: m.panics.Load(),
 		NotOwner: m.notOwner.Load(), Restored: m.restored.Load(), Fenced: m.fenced.Load(),
 		RedisErrors: m.redisErrors.Load(),

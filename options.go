@@ -153,16 +153,14 @@ func WithMaxContentSize(n int) Option {
 }
 
 // WithSendStream sets whether Send, on a single-node client (*redis.Client),
-// uses a connection of the client's own: dialled on the first Send with the
-// go-redis client's dialer, credentials, database and timeouts, and used
-// full duplex, so concurrent Sends never wait for each other's round trips.
-// A Send whose connection fails goes again on a fresh one, as often and with
-// the backoff the go-redis client's MaxRetries and retry backoffs give its
-// own commands. Default on. Its commands bypass go-redis hooks (tracing,
-// metrics); turn it off to send through the go-redis client's pipelines
-// instead. A client with an OnConnect hook, streaming credentials or a rate
-// limiter, and Cluster or Ring clients, always use the pipelines. SendBatch
-// and every other call always go through the go-redis client.
+// writes through a full-duplex connection of the client's own, dialled with
+// the go-redis client's options and retried as it retries its commands
+// (default on), or through the go-redis client's pipelines. The stream's
+// commands bypass go-redis hooks (tracing, metrics); turn it off to keep
+// them. Cluster and Ring clients, and clients with an OnConnect hook,
+// streaming credentials or a rate limiter, always use the pipelines; SendBatch
+// and every other call always go through the go-redis client. See the
+// README's Sending section.
 func WithSendStream(on bool) Option {
 	return func(c *config) { c.sendStream = on }
 }

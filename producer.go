@@ -2,18 +2,18 @@ package rmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/rmq-go/rmq/internal/rdb"
 )
 
-// Producer sends messages. It is safe for concurrent use; concurrent Sends
-// are coalesced into pipelines, so many goroutines sending one message each
-// cost far fewer round trips than messages.
+// Producer sends messages. It is safe for concurrent use. It validates and
+// encodes; storing, with the sharing of writes among concurrent Sends and the
+// retries, is the broker's (see the README's Sending section).
 type Producer struct {
-	c     *Client
-	queue *sendQueue
+	c *Client
 }
 
 // Send stores one message. It returns once Redis has stored it, or with an
@@ -21,24 +21,28 @@ type Producer struct {
 // If ctx ends first, Send returns ctx.Err() and the message may or may not
 // have been stored.
 func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
-	r := reqPool.Get().(*sendReq)
-	if err := p.build(ctx, m, time.Now(), r); err != nil {
-		reqPool.Put(r)
+	e, t, err := p.build(ctx, m, time.Now())
+	if err != nil {
 		return err
 	}
-	metrics := r.topic.metrics
-	if err := p.queue.send(ctx, r); err != nil {
-		return err
+	err = p.c.broker.Send(ctx, e)
+	switch {
+	case err == nil:
+		t.metrics.sent.Add(1)
+		p.c.stats.start()
+		return nil
+	case errors.Is(err, rdb.ErrClosed):
+		return ErrClosed
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return err // ctx ended first: as it is, like every ctx error of the client
 	}
-	metrics.sent.Add(1)
-	p.c.stats.start()
-	return nil
+	return fmt.Errorf("rmq: send to topic %q slot %d: %w", t.Name, e.Wake.Slot, err)
 }
 
-// SendBatch stores msgs in one pipeline. Every message is validated first: if
-// one is bad, SendBatch returns its error (naming its index) and stores
-// nothing. On a Redis error some messages may have been stored; sending the
-// batch again is safe, since copies of one content merge.
+// SendBatch stores msgs in one pipeline (one per 512 messages). Every message
+// is validated first: if one is bad, SendBatch returns its error (naming its
+// index) and stores nothing. On a Redis error some messages may have been
+// stored; sending the batch again is safe, since copies of one content merge.
 func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error {
 	if len(msgs) == 0 {
 		return nil
@@ -47,60 +51,62 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 		return err
 	}
 	now := time.Now()
-	reqs := make([]*sendReq, len(msgs))
-	all := make([]sendReq, len(msgs))
+	entries := make([]rdb.Entry, len(msgs))
+	topics := make([]*topicInfo, len(msgs))
 	for i, m := range msgs {
-		if err := p.build(ctx, m, now, &all[i]); err != nil {
+		e, t, err := p.build(ctx, m, now)
+		if err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
-		reqs[i] = &all[i]
+		entries[i], topics[i] = e, t
 	}
-	for start := 0; start < len(reqs); start += maxPipeline {
-		chunk := reqs[start:min(start+maxPipeline, len(reqs))]
-		if err := p.queue.store(ctx, chunk); err != nil {
-			return err
+	errs, _ := p.c.broker.Enqueue(ctx, entries, nil) // a failed wake-up is logged there
+	stored := false
+	for i, t := range topics {
+		if errs == nil || errs[i] == nil {
+			t.metrics.sent.Add(1)
+			stored = true
 		}
-		for _, r := range chunk {
-			if r.err == nil {
-				r.topic.metrics.sent.Add(1)
-			}
-		}
+	}
+	if stored {
 		p.c.stats.start()
-		for i, r := range chunk {
-			if r.err != nil {
-				return fmt.Errorf("rmq: send message %d to topic %q: %w", start+i, r.topic.Name, r.err)
-			}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("rmq: send message %d to topic %q: %w", i, msgs[i].TopicName(), err)
 		}
 	}
 	return nil
 }
 
-// build validates m and fills r with its store entry.
-func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time, r *sendReq) error {
+// build validates m and returns its store entry and its topic.
+func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time) (rdb.Entry, *topicInfo, error) {
 	if err := p.c.checkOpen(); err != nil {
-		return err
+		return rdb.Entry{}, nil, err
 	}
 	if m == nil {
-		return fmt.Errorf("%w: nil message", ErrInvalidMessage)
+		return rdb.Entry{}, nil, fmt.Errorf("%w: nil message", ErrInvalidMessage)
 	}
 	o, err := m.prepare(now)
 	if err != nil {
-		return fmt.Errorf("topic %q: %w", m.TopicName(), err)
+		return rdb.Entry{}, nil, fmt.Errorf("topic %q: %w", m.TopicName(), err)
 	}
 	if err := p.c.checkContent(o.topic, o.content); err != nil {
-		return err
+		return rdb.Entry{}, nil, err
 	}
 	t, err := p.c.lookupTopic(ctx, o.topic)
 	if err != nil {
-		return err
+		return rdb.Entry{}, nil, err
 	}
 	if t.Type != o.typ {
-		return fmt.Errorf("%w: topic %q is %s, message is %s", ErrTopicTypeMismatch, t.Name, t.Type, o.typ)
+		return rdb.Entry{}, nil, fmt.Errorf("%w: topic %q is %s, message is %s", ErrTopicTypeMismatch, t.Name, t.Type, o.typ)
 	}
 	slot := slotOf(o.content, o.basis, t.SlotAmount)
-	r.topic, r.slot, r.dueMs = t, slot, o.dueMs
-	r.entry = rdb.Entry{Key: t.slots[slot].Store, Score: o.score, Member: o.content, NX: t.Type == RangeMerge}
-	return nil
+	return rdb.Entry{Key: t.slots[slot].Store, Score: o.score, Member: o.content, NX: t.Type == RangeMerge,
+		Wake: rdb.Wake{Channel: t.wake, Slot: slot, DueMs: o.dueMs}}, t, nil
 }
 
 // checkContent validates a message content.

@@ -89,17 +89,14 @@ func New(client redis.UniversalClient, opts ...Option) (*Client, error) {
 
 func newClient(r redis.UniversalClient, cfg config) *Client {
 	keys := rdb.NewKeyspace(cfg.namespace)
-	c := &Client{cfg: cfg, keys: keys, broker: rdb.New(r, keys), subs: make(map[string]*subscription)}
+	c := &Client{cfg: cfg, keys: keys, subs: make(map[string]*subscription)}
+	c.broker = rdb.New(r, keys, rdb.WithSendStream(cfg.sendStream), rdb.WithSendCounts(&c.counters.send), rdb.WithLogger(cfg.logger))
 	c.hard, c.hardCancel = context.WithCancel(context.Background())
 	c.abandoned = make(chan struct{})
 	c.coord = rdb.NewCoordination(r, keys)
 	c.redis = r
 	c.stats.c = c
-	q := &sendQueue{broker: c.broker, log: cfg.logger, sent: &c.counters.sent, retries: &c.counters.sendRetries}
-	if cfg.sendStream {
-		q.stream = rdb.NewStream(r)
-	}
-	c.producer = &Producer{c: c, queue: q}
+	c.producer = &Producer{c: c}
 	c.waits = rdb.NewRetryWaits(cfg.backoff)
 	return c
 }

@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"fmt"
+	"hash/crc32"
 	"testing"
 )
 
@@ -35,6 +36,27 @@ func BenchmarkGroupEntries(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = groupEntries(entries)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*512), "ns/msg")
+}
+
+// BenchmarkWakePublications measures building the wake-ups of a 512-message
+// write (one topic of 64 slots) with the reused buffers of the stream writer.
+func BenchmarkWakePublications(b *testing.B) {
+	ks := NewKeyspace("bench")
+	channel := ks.WakeChannel("t")
+	entries := make([]Entry, 512)
+	for i := range entries {
+		member := fmt.Appendf(nil, "%064d", i)
+		slot := int(crc32.ChecksumIEEE(member) & 63)
+		entries[i] = Entry{Key: ks.Slot("t", slot).Store, Score: 100, Member: member, Wake: Wake{Channel: channel, Slot: slot}}
+	}
+	b.ReportAllocs()
+	var ws wakeSet
+	var pubs []Publication
+	var buf []byte
+	for b.Loop() {
+		pubs, buf = entryWakes(&ws, entries, pubs[:0], buf)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*512), "ns/msg")
 }

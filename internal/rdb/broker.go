@@ -5,6 +5,7 @@ package rdb
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,10 +19,26 @@ type Broker interface {
 	LoadTopic(ctx context.Context, name string) (def string, found bool, err error)
 	// LoadTopics returns every stored topic definition by name.
 	LoadTopics(ctx context.Context) (map[string]string, error)
-	// Enqueue adds entries in one pipeline (grouped per key), then publishes
-	// pubs once the entries are stored. It returns nil when every entry was
-	// stored, else one error per entry (nil where that entry was stored).
+	// Send stores one entry, then publishes its wake-up: it returns once Redis
+	// has stored it, or with why not. Concurrent Sends share writes, and a
+	// failed connection is retried as the go-redis client would (see the
+	// README's Sending section). If ctx ends first, Send returns ctx.Err() as
+	// it is, and the entry may or may not be stored; after Close it returns
+	// ErrClosed.
+	Send(ctx context.Context, e Entry) error
+	// Enqueue stores entries through go-redis pipelines of up to 512 entries
+	// (grouped per key, copies of one member merged as separate commands would
+	// leave them), each followed by the wake-ups of its entries; pubs follow
+	// the last. It returns nil when every entry was stored, else one error per
+	// entry (nil where that entry was stored): after a pipeline with a failed
+	// entry, or once ctx has ended, the rest are not sent. The second result
+	// is the first failed publication's error, which is also logged: the
+	// entries are stored, and consumers find them at their next idle poll.
 	Enqueue(ctx context.Context, entries []Entry, pubs []Publication) ([]error, error)
+	// Close stops sending: later Sends fail with ErrClosed; Sends already
+	// queued are written and their replies awaited, all within ctx, then the
+	// sender's own connection is closed. The go-redis client stays open.
+	Close(ctx context.Context)
 	// Cycle runs the cycle script on one slot.
 	Cycle(ctx context.Context, keys SlotKeys, req *CycleRequest) (CycleResult, error)
 	// Cancel removes a pending member from a slot; it reports whether one was removed.
@@ -48,15 +65,16 @@ type Broker interface {
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
 
-// Entry is one message to add to a store set.
+// Entry is one message to add to a store set, and the wake-up that follows it.
 type Entry struct {
 	Key    string
 	Score  float64
 	Member []byte
 	NX     bool // add only if absent (RangeMerge keeps the first due time)
+	Wake   Wake
 }
 
-// Publication is a pub/sub message sent after the entries of a pipeline.
+// Publication is a pub/sub message sent after the entries of a write.
 type Publication struct {
 	Channel string
 	Payload []byte
@@ -78,12 +96,52 @@ type redisBroker struct {
 	rdb     redis.UniversalClient
 	keys    Keyspace
 	cluster bool
+	send    *sender
+	counts  *SendCounts
+	log     *slog.Logger
 }
 
 var _ Broker = (*redisBroker)(nil)
 
 // New returns the Broker on rdb for the namespace of keys.
-func New(rdb redis.UniversalClient, keys Keyspace) Broker {
+func New(rdb redis.UniversalClient, keys Keyspace, opts ...Option) Broker {
+	o := options{stream: true, counts: new(SendCounts), log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &redisBroker{rdb: rdb, keys: keys, cluster: cluster}
+	b := &redisBroker{rdb: rdb, keys: keys, cluster: cluster, counts: o.counts, log: o.log}
+	var st strategy = &sendPipe{b: b}
+	if o.stream {
+		if s := newSendStream(rdb, o.log); s != nil {
+			st = s
+		}
+	}
+	b.send = newSender(st, o.counts)
+	return b
 }
+
+// Option configures the sender of a Broker made by New.
+type Option func(*options)
+
+type options struct {
+	stream bool
+	counts *SendCounts
+	log    *slog.Logger
+}
+
+// WithSendStream sets whether Send uses the full-duplex stream where the
+// go-redis client allows it (default on), or go-redis pipelines.
+func WithSendStream(on bool) Option { return func(o *options) { o.stream = on } }
+
+// WithSendCounts sets the counters the sender adds to (default: its own).
+func WithSendCounts(c *SendCounts) Option { return func(o *options) { o.counts = c } }
+
+// WithLogger sets the logger of failed wake-up publications (default: silent).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// Send implements Broker.
+func (b *redisBroker) Send(ctx context.Context, e Entry) error { return b.send.send(ctx, e) }
+
+// Close implements Broker.
+func (b *redisBroker) Close(ctx context.Context) { b.send.close(ctx) }

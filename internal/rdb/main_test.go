@@ -7,7 +7,7 @@ import (
 )
 
 // TestMain fails the package if a test leaves a goroutine behind, such as a
-// Stream's reader after Close.
+// send stream's reader after Close.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
 }

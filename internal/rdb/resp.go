@@ -8,9 +8,10 @@ import (
 	"strings"
 )
 
-// RESP2 encoding and the reply reading a Stream needs. Commands are written
-// as arrays of bulk strings; replies are read whole, and only their error, if
-// any, is kept: every command a Stream sends answers with an integer or OK.
+// RESP2 encoding and the reply reading the send stream needs. Commands are
+// written as arrays of bulk strings; replies are read whole, and only their
+// error, if any, is kept: every command the stream sends answers with an
+// integer or OK.
 
 // ReplyError is an error reply from Redis, such as "WRONGTYPE …" or "OOM …".
 type ReplyError string

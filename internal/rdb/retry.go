@@ -8,18 +8,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rmq-go/rmq/internal/backoff"
 )
 
-// Retryable reports whether a command that failed with err may be sent again
+// retryable reports whether a command that failed with err may be sent again
 // on a fresh connection, as go-redis would: the connection broke, could not
 // be made, or timed out, or the server refused for the moment (loading,
 // read-only replica, master down, too many clients). Error replies that judge
-// the command itself (WRONGTYPE, OOM, a wrong password), a closed Stream and
+// the command itself (WRONGTYPE, OOM, a wrong password), a closed sender and
 // an ended context are final.
-func Retryable(err error) bool {
+func retryable(err error) bool {
 	switch {
-	case err == nil, errors.Is(err, ErrStreamClosed):
+	case err == nil, errors.Is(err, ErrClosed):
 		return false
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return true
@@ -48,13 +50,29 @@ func Retryable(err error) bool {
 var retryableReplies = []string{"LOADING ", "READONLY ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN ",
 	"NOREPLICAS ", "ERR max number of clients reached"}
 
-// MaxRetries is how often a command failed with a Retryable error is sent
-// again: the go-redis client's MaxRetries (3 unless set; none if set to -1).
-func (s *Stream) MaxRetries() int { return s.opt.MaxRetries }
+// retryPolicy is how often, and after what pause, the sender writes again
+// a Send that failed with a retryable error.
+type retryPolicy struct {
+	max     int // retries at most; 0 for none
+	backoff backoff.Exponential
+}
 
-// RetryBackoff is the pause before retry n (0-based): the go-redis client's
-// MinRetryBackoff doubled per retry, up to MaxRetryBackoff, with jitter in its
-// upper half so that retrying senders do not come back in step.
-func (s *Stream) RetryBackoff(n int) time.Duration {
-	return backoff.Exponential{Base: s.opt.MinRetryBackoff, Max: s.opt.MaxRetryBackoff, Jitter: true}.Delay(n + 1)
+// clientRetries is the policy of a go-redis client's own commands: up to its
+// MaxRetries (3 unless set; none if set to -1), pausing MinRetryBackoff
+// doubled per retry up to MaxRetryBackoff, with jitter in the upper half so
+// that retrying senders do not come back in step.
+func clientRetries(opt *redis.Options) retryPolicy {
+	return retryPolicy{max: opt.MaxRetries, backoff: backoff.Exponential{Base: opt.MinRetryBackoff, Max: opt.MaxRetryBackoff, Jitter: true}}
+}
+
+// delay is the pause before retry n (0-based).
+func (p retryPolicy) delay(n int) time.Duration { return p.backoff.Delay(n + 1) }
+
+// after reports whether a command failed with err after attempt earlier
+// retries goes again (a retryable error, retries left), and after what pause.
+func (p retryPolicy) after(err error, attempt int) (time.Duration, bool) {
+	if attempt >= p.max || !retryable(err) {
+		return 0, false
+	}
+	return p.delay(attempt), true
 }

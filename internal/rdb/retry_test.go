@@ -36,38 +36,52 @@ func TestRetryable(t *testing.T) {
 		{ReplyError("OOM command not allowed when used memory > 'maxmemory'."), false},
 		{fmt.Errorf("rdb: connect to x: AUTH: %w", ReplyError("WRONGPASS invalid username-password pair")), false},
 		{fmt.Errorf("%w: a reply to no command", errProtocol), false},
-		{ErrStreamClosed, false},
+		{ErrClosed, false},
 		{context.Canceled, false},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), false},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, Retryable(c.err), "%v", c.err)
+		assert.Equal(t, c.want, retryable(c.err), "%v", c.err)
 	}
 }
 
+// The send stream retries as the go-redis client retries its own commands;
+// pipelines leave retries to the go-redis client.
 func TestRetryBackoffFollowsTheClientOptions(t *testing.T) {
-	stream := func(o *redis.Options) *Stream {
+	var opt *redis.Options // the client's options, defaults filled in
+	policy := func(o *redis.Options) retryPolicy {
 		o.Addr = "127.0.0.1:1"
 		c := redis.NewClient(o)
 		t.Cleanup(func() { c.Close() })
-		return NewStream(c)
+		opt = c.Options()
+		return newSendStream(c, discard).retries
 	}
-	s := stream(&redis.Options{})
-	assert.Equal(t, 3, s.MaxRetries(), "go-redis default")
-	lo, hi := s.opt.MinRetryBackoff, s.opt.MaxRetryBackoff
+	p := policy(&redis.Options{})
+	assert.Equal(t, 3, p.max, "go-redis default")
+	lo, hi := opt.MinRetryBackoff, opt.MaxRetryBackoff
 	for n := range 10 {
-		d := s.RetryBackoff(n)
+		d := p.delay(n)
 		want := min(lo<<n, hi)
 		assert.GreaterOrEqual(t, d, want/2, "retry %d", n)
 		assert.LessOrEqual(t, d, want, "retry %d", n)
 	}
 
-	s = stream(&redis.Options{MaxRetries: -1, MinRetryBackoff: -1})
-	assert.Equal(t, 0, s.MaxRetries(), "MaxRetries -1 disables retries")
-	assert.Zero(t, s.RetryBackoff(0), "MinRetryBackoff -1 means no pause")
+	p = policy(&redis.Options{MaxRetries: -1, MinRetryBackoff: -1})
+	assert.Equal(t, 0, p.max, "MaxRetries -1 disables retries")
+	assert.Zero(t, p.delay(0), "MinRetryBackoff -1 means no pause")
 
-	s = stream(&redis.Options{MaxRetries: 5, MinRetryBackoff: time.Second, MaxRetryBackoff: 2 * time.Second})
-	assert.Equal(t, 5, s.MaxRetries())
-	assert.GreaterOrEqual(t, s.RetryBackoff(10), time.Second)
-	assert.LessOrEqual(t, s.RetryBackoff(10), 2*time.Second)
+	p = policy(&redis.Options{MaxRetries: 5, MinRetryBackoff: time.Second, MaxRetryBackoff: 2 * time.Second})
+	assert.Equal(t, 5, p.max)
+	assert.GreaterOrEqual(t, p.delay(10), time.Second)
+	assert.LessOrEqual(t, p.delay(10), 2*time.Second)
+
+	_, again := (&sendPipe{}).retryAfter(io.EOF, 0)
+	assert.False(t, again, "go-redis retries its pipelines itself")
+	p = policy(&redis.Options{MaxRetries: 2, MinRetryBackoff: -1})
+	for attempt, want := range []bool{true, true, false} {
+		_, again = p.after(io.EOF, attempt)
+		assert.Equal(t, want, again, "attempt %d", attempt)
+	}
+	_, again = p.after(ReplyError("WRONGTYPE x"), 0)
+	assert.False(t, again, "a final error")
 }

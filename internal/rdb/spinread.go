@@ -6,15 +6,14 @@ import (
 	"sync/atomic"
 )
 
-// A Stream's reader, while replies are owed, polls the socket up to 256 times
-// before it parks in the runtime's network poller, yielding the processor
-// between polls. Under load the next replies are usually a few microseconds
-// away, and parking costs more than that: the thread sleeps, and Redis's
-// next write must wake it. The number of polls adapts: a poll that finds
-// data restores the full budget, a reader whose polls run dry halves it, so
-// when replies stop coming quickly (a slow or stalled server) it soon parks
-// at once again. Nothing is polled while no reply is owed, and connections
-// that expose no socket (TLS) always park.
+// The send stream's reader, while replies are owed, polls the socket up to
+// maxSpinPolls times, yielding the processor between polls, before it parks
+// in the runtime's network poller (why, and what it was measured against:
+// the README's Sending section). A poll that finds data restores the full
+// budget; a reader whose polls run dry halves it, down to minSpinPolls, so
+// with a slow or stalled server it soon parks at once. Nothing is polled
+// while no reply is owed, and connections that expose no socket (TLS) always
+// park.
 
 const (
 	maxSpinPolls = 256 // polls before parking, at most (each a read system call and a yield)

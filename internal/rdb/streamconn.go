@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// streamConn is one connection of a Stream: the commands written and not yet
-// answered, in order, and the goroutine that reads their replies.
+// streamConn is one connection of the send stream: the commands written and
+// not yet answered, in order, and the goroutine that reads their replies.
 //
 // Every completer is completed exactly once: while it waits in pending, by
 // fail (which empties pending); once the reader has taken it, by the reader.

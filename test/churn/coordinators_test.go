@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,12 +24,19 @@ type coordinatorKind struct {
 	worker func(t *testing.T, id string, log *slog.Logger, client redis.UniversalClient) (coordinator.Coordinator, error)
 	// observer builds the parent's view of the coordinator, closed when t ends.
 	observer func(t *testing.T, client redis.UniversalClient) (observer, error)
+	// The kind's goals for how long until every slot is served again (for
+	// the report): graceful after a join or a thaw; graceful plus inHand
+	// after a graceful stop whose worker has a slow listener in hand;
+	// churnSession plus crashMargin after a kill or a freeze.
+	graceful, inHand, crashMargin time.Duration
 }
 
 // coordinatorKinds are the kinds a worker process may be asked to build.
 var coordinatorKinds = map[string]coordinatorKind{
 	zookeeperKind.name: zookeeperKind,
 	redisKind.name:     redisKind,
+	defaultKind.name:   defaultKind,
+	localKind.name:     localKind,
 }
 
 // observer is the parent's view of a coordinator.
@@ -58,7 +66,8 @@ const churnZKRoot = "/rmq-churn"
 // zookeeperKind runs the churn test over the ZooKeeper coordinator of
 // RMQ_ZK_SERVERS.
 var zookeeperKind = coordinatorKind{
-	name: "zookeeper",
+	name:     "zookeeper",
+	graceful: 2 * time.Second, crashMargin: 2 * time.Second,
 	worker: func(t *testing.T, id string, log *slog.Logger, _ redis.UniversalClient) (coordinator.Coordinator, error) {
 		z, err := zookeeper.New(zookeeper.Config{Servers: testenv.ZooKeeper(t), SessionTimeout: churnSession,
 			Root: churnZKRoot, WorkerID: id, Logger: log})

@@ -25,7 +25,8 @@ func TestChurnRedis(t *testing.T) {
 // redisKind runs the churn test over the Redis coordinator on the Redis that
 // holds the messages.
 var redisKind = coordinatorKind{
-	name: "redis",
+	name:     "redis",
+	graceful: time.Second, inHand: churnSlowSleep, crashMargin: time.Second,
 	worker: func(t *testing.T, id string, log *slog.Logger, client redis.UniversalClient) (coordinator.Coordinator, error) {
 		return coordinator.NewRedis(client, coordinator.RedisConfig{LeaseTTL: churnSession, WorkerID: id, Logger: log}), nil
 	},

@@ -170,7 +170,7 @@ func (r *churnRun) report(sent []string, l churn.Log, counts churn.Counts, overl
 		}
 		rows = append(rows, []string{ev.Name, fmt.Sprintf("%.3fs", r.since(ev.At)),
 			fmt.Sprintf("%.1fs", time.Duration(end-ev.At).Seconds()), strconv.Itoa(m.Moved),
-			churn.FormatDuration(m.AllServed), churn.FormatDuration(m.Settled), view, target(ev.Name, m.Settled), note})
+			churn.FormatDuration(m.AllServed), churn.FormatDuration(m.Settled), view, target(r.kind, ev.Name, m.Settled), note})
 	}
 	b.WriteString(churn.Table(rows))
 
@@ -218,16 +218,20 @@ func (r *churnRun) report(sent []string, l churn.Log, counts churn.Counts, overl
 	_ = os.WriteFile(filepath.Join(r.dir, "summary.txt"), []byte(summary), 0o644)
 }
 
-// target compares a settle time with the goal for the event (not an
-// assertion): 2s after a join or a graceful leave (a thawed worker rejoins),
-// session timeout + 2s after a crash or a freeze of a worker.
-func target(event string, settled time.Duration) string {
+// target compares a settle time with the kind's goal for the event (not an
+// assertion): its graceful goal after a join or a thaw (a thawed worker
+// rejoins), that plus the slow listener the stopped worker had in hand after
+// a graceful stop (when the kind counts it apart), and the session or lease
+// timeout plus its crash margin after a crash or a freeze of a worker.
+func target(kind coordinatorKind, event string, settled time.Duration) string {
 	var goal time.Duration
 	switch {
-	case strings.HasPrefix(event, "join "), strings.HasPrefix(event, "stop "), strings.HasPrefix(event, "thaw "):
-		goal = 2 * time.Second
+	case strings.HasPrefix(event, "join "), strings.HasPrefix(event, "thaw "):
+		goal = kind.graceful
+	case strings.HasPrefix(event, "stop "):
+		goal = kind.graceful + kind.inHand
 	case strings.HasPrefix(event, "kill w"), strings.HasPrefix(event, "freeze "):
-		goal = churnSession + 2*time.Second
+		goal = churnSession + kind.crashMargin
 	default:
 		return "-"
 	}

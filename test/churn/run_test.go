@@ -57,6 +57,9 @@ func newChurnRun(t *testing.T, kind coordinatorKind, deployment churnDeployment)
 		t.Fatal(err)
 	}
 	r := &churnRun{t: t, b: b, kind: kind, obs: obs, ns: testenv.Namespace(t, b), deployment: deployment}
+	if o, ok := obs.(interface{ nameByPID(func(int) string) }); ok {
+		o.nameByPID(r.nameOfPID)
+	}
 	r.dir = t.TempDir()
 	if keep := os.Getenv(churnKeepEnv); keep != "" {
 		r.dir = filepath.Join(keep, r.ns)
@@ -271,6 +274,16 @@ func (r *churnRun) live(frozen ...string) []string {
 		}
 	}
 	return ids
+}
+
+// nameOfPID returns the id of the worker process pid ("" for none).
+func (r *churnRun) nameOfPID(pid int) string {
+	for _, w := range r.workers {
+		if w.PID() == pid {
+			return w.id
+		}
+	}
+	return ""
 }
 
 // startWorker starts worker id (see childproc.Start for its cleanup).

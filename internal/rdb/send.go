@@ -1,0 +1,253 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmq-go/rmq/internal/wait"
+)
+
+// The send path of one message: Broker.Send hands its entry to the sender,
+// which queues it, elects a writer for what is queued, waits for the outcome
+// and sends it again after a retryable failure. The writer puts the queue on
+// the wire through the sender's strategy: the full-duplex stream on a single
+// node (sendstream.go, on streamconn.go, resp.go, spinread.go), go-redis
+// pipelines otherwise (sendpipe.go). Each write publishes the wake-ups of its
+// entries after them (wakeset.go). The README's Sending section tells why.
+
+// SendCounts are what a sender counts; the client exports Sent and Retries.
+// Sent, added to by the stream's reader at each reply, has a cache line of
+// its own, away from the writer's Writes and from its neighbours.
+type SendCounts struct {
+	_       [56]byte
+	Sent    atomic.Int64 // entries stored by Send and Enqueue
+	_       [56]byte
+	Retries atomic.Int64 // Sends written again after a retryable failure
+	Writes  atomic.Int64 // writes of queued Sends (stream writes or pipelines)
+}
+
+// ErrClosed is the outcome of Sends after Close.
+var ErrClosed = errors.New("rdb: sender closed")
+
+// strategy puts batches of queued Sends on the wire. The sender decides who
+// writes and when; a strategy decides how: which connection carries which
+// entry, what follows the entries, and what a reply means.
+type strategy interface {
+	// write sends batch and completes every request in it exactly once
+	// (request.Complete when stored, else request.finish): before write
+	// returns, or later from a reader goroutine if the strategy is duplex.
+	// batch is not kept.
+	write(batch []*request)
+	// duplex reports whether write returns before the replies arrive, so that
+	// a write costs no round trip.
+	duplex() bool
+	// inFlight reports whether written commands await replies (duplex only).
+	inFlight() bool
+	// retryAfter reports whether a Send whose write failed with err, after
+	// attempt earlier retries, goes again, and after what pause.
+	retryAfter(err error, attempt int) (time.Duration, bool)
+	// close waits up to ctx for the replies in flight, then fails the rest
+	// and closes the strategy's connections; later writes fail with ErrClosed.
+	close(ctx context.Context)
+}
+
+const (
+	// maxWriterRounds is how many writes a Send elected writer of a duplex
+	// strategy makes before it hands the role to a goroutine and returns to
+	// its own reply.
+	maxWriterRounds = 4
+	// maxPipelines is how many pipelines of queued Sends may be in flight.
+	maxPipelines = 2
+	// gatherYields bounds how often a pipeline writer yields to let senders
+	// join its next batch.
+	gatherYields = 4
+)
+
+// sender queues concurrent Sends and elects their writers.
+//
+// With a duplex strategy there is one writer at a time: a Send that finds
+// no writer writes everything queued itself, and whoever writes takes what
+// queued meanwhile, so writes grow with the load while a lone Send goes out
+// at once. A Send elected while commands are in flight yields once first, so
+// that the senders just woken by their replies join its write.
+//
+// Otherwise each write waits a round trip, so writers are goroutines (at
+// most maxPipelines, started on demand, gone when the queue is empty), each
+// batch at most maxPipeline. Senders woken by one pipeline usually send
+// again at once: before taking the next batch, a writer yields a few times
+// while fewer requests wait than its last batch carried. A lone Send never
+// waits, since its batch was one.
+type sender struct {
+	strategy strategy
+	duplex   bool
+	writers  int // writers at work at once, at most
+	counts   *SendCounts
+
+	mu      sync.Mutex
+	pending []*request   // queued, not yet taken by a writer
+	working int          // writers at work; > 0 whenever pending is not empty
+	spare   [][]*request // batch buffers of writers not at work
+	closed  bool
+}
+
+func newSender(st strategy, counts *SendCounts) *sender {
+	s := &sender{strategy: st, duplex: st.duplex(), writers: 1, counts: counts}
+	if !s.duplex {
+		s.writers = maxPipelines
+	}
+	return s
+}
+
+// request is one Send on its way to Redis.
+type request struct {
+	entry  Entry
+	err    error
+	done   chan struct{} // capacity 1: signalled once per write, with err set
+	counts *SendCounts
+}
+
+// requestPool recycles requests (with their channels).
+var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+// Complete implements Completer: the reply to the request's command.
+func (r *request) Complete(err error) {
+	if err == nil {
+		r.counts.Sent.Add(1)
+	}
+	r.finish(err)
+}
+
+// finish records the outcome and wakes the Send waiting for it.
+func (r *request) finish(err error) {
+	r.err = err
+	r.done <- struct{}{}
+}
+
+// send stores e: it queues e and waits for the outcome, again after a
+// failure as often as the strategy says (the command may have run before the
+// failure; running it twice stores the same entry). If ctx ends first it
+// returns ctx.Err().
+func (s *sender) send(ctx context.Context, e Entry) error {
+	r := requestPool.Get().(*request)
+	r.entry, r.counts = e, s.counts
+	for attempt := 0; ; attempt++ {
+		s.queue(r)
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return ctx.Err() // r stays with its writer or reader and is not recycled
+		}
+		err := r.err
+		var pause time.Duration
+		again := false
+		if err != nil {
+			pause, again = s.strategy.retryAfter(err, attempt)
+		}
+		if !again {
+			*r = request{done: r.done}
+			requestPool.Put(r)
+			return err
+		}
+		s.counts.Retries.Add(1)
+		if wait.Sleep(ctx, pause); ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// queue adds r to the queue and elects a writer if one may start.
+func (s *sender) queue(r *request) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		r.finish(ErrClosed)
+		return
+	}
+	s.pending = append(s.pending, r)
+	if s.working == s.writers {
+		s.mu.Unlock()
+		return
+	}
+	s.working++
+	s.mu.Unlock()
+	if !s.duplex {
+		go s.writeQueued(-1)
+		return
+	}
+	if s.strategy.inFlight() {
+		// Redis has work meanwhile: yield once, so that the senders already
+		// runnable (woken by the replies just read) join this write. An idle
+		// connection is written at once.
+		runtime.Gosched()
+	}
+	if !s.writeQueued(maxWriterRounds) {
+		go s.writeQueued(-1)
+	}
+}
+
+// writeQueued writes what is queued, at most rounds times (no limit if
+// negative), and gives up the writer role when the queue is empty. It
+// returns false if it stopped with requests still queued, keeping the role.
+func (s *sender) writeQueued(rounds int) bool {
+	var batch []*request
+	last := 0
+	for i := 0; rounds < 0 || i < rounds; i++ {
+		s.mu.Lock()
+		if i == 0 && len(s.spare) > 0 {
+			batch = s.spare[len(s.spare)-1]
+			s.spare = s.spare[:len(s.spare)-1]
+		}
+		n := len(s.pending)
+		if !s.duplex {
+			for yields := 0; n < last && yields < gatherYields; yields++ {
+				s.mu.Unlock()
+				runtime.Gosched()
+				s.mu.Lock()
+				n = len(s.pending)
+			}
+			n = min(n, maxPipeline)
+		}
+		if n == 0 {
+			s.working--
+			s.spare = append(s.spare, batch)
+			s.mu.Unlock()
+			return true
+		}
+		batch = append(batch[:0], s.pending[:n]...)
+		rest := copy(s.pending, s.pending[n:])
+		clear(s.pending[rest:])
+		s.pending = s.pending[:rest]
+		s.mu.Unlock()
+		last = n
+		s.counts.Writes.Add(1)
+		s.strategy.write(batch)
+		clear(batch)
+	}
+	s.mu.Lock()
+	s.spare = append(s.spare, batch)
+	s.mu.Unlock()
+	return false
+}
+
+// close refuses further Sends, waits up to ctx until the queue is written,
+// then closes the strategy, which waits (within ctx) for the replies.
+func (s *sender) close(ctx context.Context) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	for s.writing() && ctx.Err() == nil {
+		wait.Sleep(ctx, time.Millisecond)
+	}
+	s.strategy.close(ctx)
+}
+
+// writing reports whether a writer is at work.
+func (s *sender) writing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.working > 0
+}

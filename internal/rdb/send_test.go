@@ -1,0 +1,281 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeStrategy records its writes and completes every request before write
+// returns, with outcome's verdict; a write waits for gate first while gate
+// is set.
+type fakeStrategy struct {
+	isDuplex bool
+	policy   retryPolicy
+	outcome  func(member string, attempt int) error // nil: every entry stored
+	refill   func()                                 // called inside each write, if set
+
+	mu        sync.Mutex
+	gate      chan struct{}
+	writes    [][]string // members per write
+	attempts  map[string]int
+	active    int
+	maxActive int
+	closes    atomic.Int64
+}
+
+func (f *fakeStrategy) write(batch []*request) {
+	f.mu.Lock()
+	var members []string
+	for _, r := range batch {
+		members = append(members, string(r.entry.Member))
+	}
+	f.writes = append(f.writes, members)
+	f.active++
+	f.maxActive = max(f.maxActive, f.active)
+	gate := f.gate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	if f.refill != nil {
+		f.refill()
+	}
+	for _, r := range batch {
+		m := string(r.entry.Member)
+		f.mu.Lock()
+		if f.attempts == nil {
+			f.attempts = map[string]int{}
+		}
+		attempt := f.attempts[m]
+		f.attempts[m]++
+		f.mu.Unlock()
+		var err error
+		if f.outcome != nil {
+			err = f.outcome(m, attempt)
+		}
+		r.Complete(err)
+	}
+	f.mu.Lock()
+	f.active--
+	f.mu.Unlock()
+}
+
+func (f *fakeStrategy) duplex() bool   { return f.isDuplex }
+func (f *fakeStrategy) inFlight() bool { return false }
+func (f *fakeStrategy) retryAfter(err error, attempt int) (time.Duration, bool) {
+	return f.policy.after(err, attempt)
+}
+func (f *fakeStrategy) close(context.Context) { f.closes.Add(1) }
+
+// snapshot returns the writes so far and the most that ran at once.
+func (f *fakeStrategy) snapshot() ([][]string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]string(nil), f.writes...), f.maxActive
+}
+
+// queued returns how many requests wait for a writer.
+func (s *sender) queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
+
+func entry(m string) Entry { return Entry{Key: "k", Member: []byte(m)} }
+
+// sendAll sends n entries named prefix-i from n goroutines and returns their errors.
+func sendAll(s *sender, prefix string, n int) func() []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = s.send(context.Background(), entry(fmt.Sprintf("%s-%d", prefix, i))) })
+	}
+	return func() []error { wg.Wait(); return errs }
+}
+
+// With a duplex strategy a lone Send writes at once; Sends that arrive while
+// a write is under way queue and go out together in the next write, by the
+// same writer, never two writes at once.
+func TestSenderDuplexOneWriterCoalesces(t *testing.T) {
+	f := &fakeStrategy{isDuplex: true, gate: make(chan struct{})}
+	counts := new(SendCounts)
+	s := newSender(f, counts)
+
+	first := sendAll(s, "first", 1)
+	require.Eventually(t, func() bool { w, _ := f.snapshot(); return len(w) == 1 }, 5*time.Second, time.Millisecond)
+	const n = 50
+	rest := sendAll(s, "rest", n)
+	require.Eventually(t, func() bool { return s.queued() == n }, 5*time.Second, time.Millisecond)
+	close(f.gate)
+	for _, err := range append(first(), rest()...) {
+		require.NoError(t, err)
+	}
+
+	writes, most := f.snapshot()
+	require.Len(t, writes, 2, "the queued Sends share one write")
+	assert.Equal(t, []string{"first-0"}, writes[0])
+	assert.Len(t, writes[1], n)
+	assert.Equal(t, 1, most, "one writer at a time")
+	assert.Equal(t, int64(n+1), counts.Sent.Load())
+	assert.Equal(t, int64(2), counts.Writes.Load())
+	assert.Zero(t, s.working, "the writer role is given up once the queue is empty")
+}
+
+// An elected writer makes at most maxWriterRounds writes while the queue
+// keeps filling, then keeps the role for the goroutine it hands over to.
+func TestSenderWriterHandsOverAfterItsRounds(t *testing.T) {
+	var s *sender
+	refills := 0
+	f := &fakeStrategy{isDuplex: true}
+	f.refill = func() {
+		if refills < 10 {
+			refills++
+			s.mu.Lock()
+			r := requestPool.Get().(*request)
+			r.entry, r.counts = entry(fmt.Sprint("more-", refills)), s.counts
+			s.pending = append(s.pending, r)
+			s.mu.Unlock()
+		}
+	}
+	s = newSender(f, new(SendCounts))
+	s.pending = append(s.pending, &request{entry: entry("first"), done: make(chan struct{}, 1), counts: s.counts})
+	s.working = 1 // elected
+
+	assert.False(t, s.writeQueued(maxWriterRounds), "the queue is not empty")
+	writes, _ := f.snapshot()
+	assert.Len(t, writes, maxWriterRounds)
+	assert.Equal(t, 1, s.working, "the role stays taken")
+	assert.True(t, s.writeQueued(-1))
+	writes, _ = f.snapshot()
+	assert.Len(t, writes, 11, "one write per refill, and the first")
+	assert.Zero(t, s.working)
+	assert.Empty(t, s.pending)
+}
+
+// With pipelines, at most maxPipelines writes run at once, each of at most
+// maxPipeline requests, and every Send is stored.
+func TestSenderPipelinesTwoWritersBoundedBatches(t *testing.T) {
+	f := &fakeStrategy{gate: make(chan struct{})}
+	counts := new(SendCounts)
+	s := newSender(f, counts)
+
+	var firsts []func() []error
+	for i := range maxPipelines { // each stuck in a write of its own
+		firsts = append(firsts, sendAll(s, fmt.Sprint("first", i), 1))
+		require.Eventually(t, func() bool { w, _ := f.snapshot(); return len(w) == i+1 }, 5*time.Second, time.Millisecond)
+	}
+	const n = 2*maxPipeline + 100
+	rest := sendAll(s, "rest", n)
+	require.Eventually(t, func() bool { return s.queued() == n }, 5*time.Second, time.Millisecond)
+	close(f.gate)
+	for _, first := range firsts {
+		require.NoError(t, first()[0])
+	}
+	for _, err := range rest() {
+		require.NoError(t, err)
+	}
+
+	writes, most := f.snapshot()
+	assert.Equal(t, maxPipelines, most)
+	total := 0
+	for _, w := range writes {
+		assert.LessOrEqual(t, len(w), maxPipeline)
+		total += len(w)
+	}
+	assert.Equal(t, n+maxPipelines, total)
+	assert.Equal(t, int64(total), counts.Sent.Load())
+	require.Eventually(t, func() bool { return !s.writing() }, 5*time.Second, time.Millisecond, "writers end with the queue")
+}
+
+// A retryable failure sends the entry again, as often as the policy allows;
+// a final one is returned at once.
+func TestSenderRetries(t *testing.T) {
+	eof := func(string, int) error { return io.EOF }
+	for _, c := range []struct {
+		name    string
+		max     int
+		outcome func(m string, attempt int) error
+		err     error
+		writes  int
+	}{
+		{"recovers", 3, func(_ string, attempt int) error {
+			if attempt < 2 {
+				return io.EOF
+			}
+			return nil
+		}, nil, 3},
+		{"gives up", 3, eof, io.EOF, 4},
+		{"final reply", 3, func(string, int) error { return ReplyError("WRONGTYPE x") }, ReplyError("WRONGTYPE x"), 1},
+		{"no policy", 0, eof, io.EOF, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeStrategy{isDuplex: true, policy: retryPolicy{max: c.max}, outcome: c.outcome}
+			counts := new(SendCounts)
+			s := newSender(f, counts)
+			err := s.send(context.Background(), entry("m"))
+			assert.Equal(t, c.err, err)
+			writes, _ := f.snapshot()
+			assert.Len(t, writes, c.writes)
+			assert.Equal(t, int64(c.writes-1), counts.Retries.Load())
+			if c.err == nil {
+				assert.Equal(t, int64(1), counts.Sent.Load())
+			}
+		})
+	}
+}
+
+// A Send whose ctx ends first returns ctx.Err() as it is.
+func TestSenderReturnsWhenCtxEnds(t *testing.T) {
+	f := &fakeStrategy{gate: make(chan struct{})}
+	s := newSender(f, new(SendCounts))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := s.send(ctx, entry("m"))
+	assert.Equal(t, context.DeadlineExceeded, err)
+	close(f.gate)
+	require.Eventually(t, func() bool { return !s.writing() }, 5*time.Second, time.Millisecond)
+}
+
+// Close waits for the queue to be written (within its ctx), closes the
+// strategy, and refuses later Sends.
+func TestSenderClose(t *testing.T) {
+	f := &fakeStrategy{gate: make(chan struct{})}
+	s := newSender(f, new(SendCounts))
+	pending := sendAll(s, "m", 5)
+	require.Eventually(t, func() bool {
+		w, _ := f.snapshot()
+		queued := 0
+		for _, b := range w {
+			queued += len(b)
+		}
+		return queued+s.queued() == 5
+	}, 5*time.Second, time.Millisecond, "every Send is in a write or queued")
+
+	short, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	s.close(short) // the write is stuck: Close gives up with its ctx
+	assert.Equal(t, int64(1), f.closes.Load())
+	assert.ErrorIs(t, s.send(context.Background(), entry("late")), ErrClosed)
+
+	closed := make(chan struct{})
+	go func() { s.close(context.Background()); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a write was under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(f.gate)
+	<-closed
+	for _, err := range pending() {
+		assert.NoError(t, err, "Sends queued before Close are written")
+	}
+	assert.Equal(t, int64(2), f.closes.Load())
+}

@@ -1,0 +1,180 @@
+package rdb
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rmq-go/rmq/internal/wait"
+)
+
+// Completer learns the outcome of one command written to the send stream:
+// nil once Redis executed it, its error reply, or the failure of the
+// connection (the command may then have run or not). Complete is called
+// exactly once, from the stream's reader goroutine or from the writer, never
+// under a lock.
+type Completer interface {
+	Complete(err error)
+}
+
+// sendStream is the full-duplex strategy (see the README's Sending section):
+// one connection of its own to a single Redis node, on which a write puts its
+// commands (a ZADD per entry, then a PUBLISH per wake-up) without waiting for
+// earlier replies, while a reader goroutine (streamConn.readReplies) hands
+// each reply, in order, to the Completer written with its command.
+//
+// The sender elects one writer at a time, which owns the buffers below. The
+// connection is dialled on the first write and again after a failure, with
+// the dialer, credentials, database and timeouts of the go-redis options it
+// was made from (streamdial.go); like a pooled connection it is replaced once
+// idle for ConnMaxIdleTime or older than ConnMaxLifetime (at a write that
+// finds nothing in flight). go-redis hooks do not see its commands.
+type sendStream struct {
+	opt     *redis.Options
+	retries retryPolicy // the go-redis client's
+	pubDone Completer   // the outcome of every wake-up publication
+
+	mu     sync.Mutex
+	conn   *streamConn // nil until dialled
+	closed bool
+	reader sync.WaitGroup
+
+	// The writer's buffers.
+	entries []Entry
+	done    []Completer // the requests of one write
+	wakes   wakeSet
+	pubs    []Publication
+	payload []byte      // the wake-ups' payloads
+	all     []Completer // the completers of one write, publications included
+	buf     []byte      // the encoding buffer
+}
+
+// newSendStream returns the stream of the node that client talks to, or nil
+// if client is not a single-node client, or has options the stream cannot
+// honour (an OnConnect hook, streaming credentials, a rate limiter). Failed
+// wake-up publications are logged to log.
+func newSendStream(client redis.UniversalClient, log *slog.Logger) *sendStream {
+	c, ok := client.(*redis.Client)
+	if !ok {
+		return nil
+	}
+	opt := c.Options()
+	if opt.Dialer == nil || opt.OnConnect != nil || opt.StreamingCredentialsProvider != nil || opt.Limiter != nil {
+		return nil
+	}
+	return &sendStream{opt: opt, retries: clientRetries(opt), pubDone: (*wakeOutcome)(log)}
+}
+
+// write implements strategy: the batch's entries, then their wake-ups.
+func (s *sendStream) write(batch []*request) {
+	for _, r := range batch {
+		s.entries = append(s.entries, r.entry)
+		s.done = append(s.done, r)
+	}
+	s.pubs, s.payload = entryWakes(&s.wakes, s.entries, s.pubs, s.payload)
+	s.writeCommands(s.entries, s.done, s.pubs, s.pubDone)
+	clear(s.entries)
+	clear(s.done)
+	clear(s.pubs)
+	s.entries, s.done, s.pubs = s.entries[:0], s.done[:0], s.pubs[:0]
+}
+
+// duplex implements strategy.
+func (s *sendStream) duplex() bool { return true }
+
+// retryAfter implements strategy: as the go-redis client retries its
+// commands.
+func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
+	return s.retries.after(err, attempt)
+}
+
+// writeCommands sends ZADD for each entry (entries[i] completes done[i]),
+// then PUBLISH for each publication (each completes pubDone), on the current
+// connection, dialling one if there is none. Every completer is completed
+// exactly once, whatever happens.
+func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Publication, pubDone Completer) {
+	all := append(s.all[:0], done...)
+	for range pubs {
+		all = append(all, pubDone)
+	}
+	s.all = all[:0]
+	cn, err := s.current()
+	if err != nil {
+		completeAll(all, err)
+		return
+	}
+	b := s.buf[:0]
+	for i := range entries {
+		b = appendZAdd(b, &entries[i])
+	}
+	for i := range pubs {
+		b = appendPublish(b, &pubs[i])
+	}
+	s.buf = b
+	if cn.expect(all) != nil {
+		// The connection failed before anything of this write went out (the
+		// server closed it while idle): nothing ran, so a new one may carry it.
+		if cn, err = s.current(); err == nil {
+			err = cn.expect(all)
+		}
+		if err != nil {
+			completeAll(all, err)
+			return
+		}
+	}
+	cn.write(b, s.opt.WriteTimeout)
+}
+
+// inFlight implements strategy.
+func (s *sendStream) inFlight() bool {
+	s.mu.Lock()
+	cn := s.conn
+	s.mu.Unlock()
+	return cn != nil && cn.outstanding.Load() > 0
+}
+
+// current returns the live connection, dialling one if needed.
+func (s *sendStream) current() (*streamConn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.conn != nil && s.conn.usable(time.Now()) {
+		return s.conn, nil
+	}
+	cn, err := s.dial()
+	if err != nil {
+		return nil, err
+	}
+	s.conn = cn
+	s.reader.Go(cn.readReplies)
+	return cn, nil
+}
+
+// close implements strategy: it refuses further writes, waits until every
+// command written has its reply or ctx ends, then fails whatever is still in
+// flight with ErrClosed, closes the connection and waits for the reader
+// goroutine.
+func (s *sendStream) close(ctx context.Context) {
+	s.mu.Lock()
+	s.closed = true
+	cn := s.conn
+	s.mu.Unlock()
+	if cn != nil {
+		for cn.outstanding.Load() > 0 && ctx.Err() == nil {
+			wait.Sleep(ctx, time.Millisecond)
+		}
+		cn.fail(ErrClosed)
+	}
+	s.reader.Wait()
+}
+
+func completeAll(all []Completer, err error) {
+	for _, c := range all {
+		c.Complete(err)
+	}
+}
