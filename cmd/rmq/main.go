@@ -8,8 +8,8 @@
 //	rmq dead [flags] [-limit N] TOPIC
 //	rmq requeue [flags] TOPIC [CONTENT…]
 //	rmq purge [flags] [-yes] TOPIC
-//	rmq workers [-zk HOST:PORT[,…]] [-zk-root PATH] [-namespace NS]
-//	rmq assignment [zk flags] TOPIC
+//	rmq workers [flags] [-zk HOST:PORT[,…] [-zk-root PATH]]
+//	rmq assignment [flags] [-zk …] TOPIC
 //	rmq help [SUBCOMMAND]
 //
 // "rmq demo" needs nothing: it starts an in-process Redis (miniredis), runs a
@@ -22,9 +22,11 @@
 // real Redis (default 127.0.0.1:6379, namespace "rmq"). Several -redis
 // addresses, or -cluster, mean a Redis Cluster.
 //
-// "workers" and "assignment" read the ZooKeeper coordinator's state: the live
-// workers (and which one leads), and for each slot the thread it is assigned
-// to and the thread that holds it now.
+// "workers" and "assignment" read the coordinator's state: the processes
+// consuming the namespace (with the coordinator each runs, its threads,
+// owned slots and heartbeat, and which one leads), and for each slot the
+// thread it is assigned to and the worker that holds it now; from Redis for
+// the Redis coordinator, or from ZooKeeper with -zk.
 //
 // Errors print "rmq: …" on stderr and exit 1; bad usage exits 2.
 package main
@@ -86,7 +88,7 @@ var commands = []command{
 	{name: "dead", synopsis: "TOPIC", summary: "list the dead messages of a topic", setup: setupDead},
 	{name: "requeue", synopsis: "TOPIC [CONTENT…]", summary: "move dead messages back to pending with fresh retries", setup: setupRequeue},
 	{name: "purge", synopsis: "TOPIC", summary: "delete the dead messages of a topic", setup: setupPurge},
-	{name: "workers", summary: "list the live workers of a namespace in ZooKeeper", setup: setupWorkers},
+	{name: "workers", summary: "list the processes consuming a namespace, and their coordinator", setup: setupWorkers},
 	{name: "assignment", synopsis: "TOPIC", summary: "show which worker thread owns each slot of a topic", setup: setupAssignment},
 }
 

@@ -12,23 +12,22 @@ import (
 	"github.com/rmq-go/rmq/coordinator/zookeeper"
 )
 
-// zkFlags are the flags of the ZooKeeper subcommands.
+// zkFlags are the flags that read the ZooKeeper coordinator instead of the
+// Redis one.
 type zkFlags struct {
-	servers   string
-	root      string
-	namespace string
-	user      string
-	password  string
+	servers  string
+	root     string
+	user     string
+	password string
 }
 
-// addZKFlags defines -zk, -zk-root, -namespace, -zk-user and -zk-password on fs.
+// addZKFlags defines -zk, -zk-root, -zk-user and -zk-password on fs.
 func addZKFlags(fs *flag.FlagSet) *zkFlags {
 	f := &zkFlags{}
-	fs.StringVar(&f.servers, "zk", "127.0.0.1:2181", "the ZooKeeper ensemble at `HOST:PORT[,…]`")
-	fs.StringVar(&f.root, "zk-root", "/rmq", "the coordinator's root `PATH`")
-	fs.StringVar(&f.namespace, "namespace", "rmq", "the RMQ namespace `NS`")
-	fs.StringVar(&f.user, "zk-user", "", "digest auth `USER` (with -zk-password)")
-	fs.StringVar(&f.password, "zk-password", "", "digest auth `PASSWORD`")
+	fs.StringVar(&f.servers, "zk", "", "read the ZooKeeper coordinator of the ensemble at `HOST:PORT[,…]` (default: the Redis coordinator)")
+	fs.StringVar(&f.root, "zk-root", "/rmq", "the ZooKeeper coordinator's root `PATH`")
+	fs.StringVar(&f.user, "zk-user", "", "ZooKeeper digest auth `USER` (with -zk-password)")
+	fs.StringVar(&f.password, "zk-password", "", "ZooKeeper digest auth `PASSWORD`")
 	return f
 }
 
@@ -56,42 +55,37 @@ func zkContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 15*time.Second)
 }
 
-// setupWorkers defines "rmq workers".
-func setupWorkers(fs *flag.FlagSet) runFunc {
-	zf := addZKFlags(fs)
-	return func(ctx context.Context, e *env, args []string) error {
-		if len(args) > 0 {
-			return usagef("unexpected argument %q", args[0])
-		}
-		z, err := zf.connect()
-		if err != nil {
-			return err
-		}
-		defer z.Close()
-		ctx, cancel := zkContext(ctx)
-		defer cancel()
-		ws, err := z.Workers(ctx, zf.namespace)
-		if err != nil {
-			return err
-		}
-		if len(ws) == 0 {
-			e.out.printf("no live workers in namespace %q\n", zf.namespace)
-			return nil
-		}
-		rows := make([][]string, len(ws))
-		for i, w := range ws {
-			role := ""
-			if w.Leader {
-				role = "leader"
-			}
-			rows[i] = []string{w.ID, w.Host, itoa(int64(w.PID)), topicThreads(w.Topics), formatTime(w.Started), role}
-		}
-		e.out.table([]string{"WORKER", "HOST", "PID", "TOPICS (THREADS)", "STARTED", "ROLE"}, rows)
+// zkWorkers prints the live workers of namespace in ZooKeeper.
+func zkWorkers(ctx context.Context, e *env, zf *zkFlags, namespace string) error {
+	z, err := zf.connect()
+	if err != nil {
+		return err
+	}
+	defer z.Close()
+	ctx, cancel := zkContext(ctx)
+	defer cancel()
+	ws, err := z.Workers(ctx, namespace)
+	if err != nil {
+		return err
+	}
+	if len(ws) == 0 {
+		e.out.printf("no live workers of the ZooKeeper coordinator in namespace %q\n", namespace)
 		return nil
 	}
+	rows := make([][]string, len(ws))
+	for i, w := range ws {
+		role := ""
+		if w.Leader {
+			role = "leader"
+		}
+		rows[i] = []string{w.ID, w.Host, itoa(int64(w.PID)), topicThreads(w.Topics), formatTime(w.Started), role}
+	}
+	e.out.printf("namespace %q: coordinator zookeeper, %d workers\n", namespace, len(ws))
+	e.out.table([]string{"WORKER", "HOST", "PID", "TOPICS (THREADS)", "STARTED", "ROLE"}, rows)
+	return nil
 }
 
-// topicThreads formats "topic:threads" pairs, sorted by topic.
+// topicThreads formats "topic(threads)" pairs, sorted by topic.
 func topicThreads(m map[string]int) string {
 	names := make([]string, 0, len(m))
 	for t := range m {
@@ -105,49 +99,42 @@ func topicThreads(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// setupAssignment defines "rmq assignment TOPIC".
-func setupAssignment(fs *flag.FlagSet) runFunc {
-	zf := addZKFlags(fs)
-	return func(ctx context.Context, e *env, args []string) error {
-		topic, err := topicArg(args, false)
-		if err != nil {
-			return err
-		}
-		z, err := zf.connect()
-		if err != nil {
-			return err
-		}
-		defer z.Close()
-		ctx, cancel := zkContext(ctx)
-		defer cancel()
-		gen, slots, err := z.Assignment(ctx, zf.namespace, topic)
-		if err != nil {
-			return err
-		}
-		if len(slots) == 0 {
-			e.out.printf("no assignment for topic %q in namespace %q (no worker subscribed yet)\n", topic, zf.namespace)
-			return nil
-		}
-		rows := make([][]string, len(slots))
-		moving := 0
-		for i, s := range slots {
-			state := "held"
-			switch {
-			case s.Holder.Worker == "":
-				state = "free"
-			case s.Holder != s.Assigned:
-				state = "handing over"
-			}
-			if s.Holder != s.Assigned {
-				moving++
-			}
-			rows[i] = []string{itoa(int64(s.Slot)), owner(s.Assigned), owner(s.Holder), tokenText(s.Token), state}
-		}
-		e.out.printf("topic %q, assignment generation %d, %d slots, %d not yet with their assigned thread\n",
-			topic, gen, len(slots), moving)
-		e.out.table([]string{"SLOT", "ASSIGNED", "HELD BY", "TOKEN", "STATE"}, rows)
+// zkAssignment prints which worker thread owns each slot of topic in ZooKeeper.
+func zkAssignment(ctx context.Context, e *env, zf *zkFlags, namespace, topic string) error {
+	z, err := zf.connect()
+	if err != nil {
+		return err
+	}
+	defer z.Close()
+	ctx, cancel := zkContext(ctx)
+	defer cancel()
+	gen, slots, err := z.Assignment(ctx, namespace, topic)
+	if err != nil {
+		return err
+	}
+	if len(slots) == 0 {
+		e.out.printf("no assignment for topic %q in namespace %q (no worker subscribed yet)\n", topic, namespace)
 		return nil
 	}
+	rows := make([][]string, len(slots))
+	moving := 0
+	for i, s := range slots {
+		state := "held"
+		switch {
+		case s.Holder.Worker == "":
+			state = "free"
+		case s.Holder != s.Assigned:
+			state = "handing over"
+		}
+		if s.Holder != s.Assigned {
+			moving++
+		}
+		rows[i] = []string{itoa(int64(s.Slot)), owner(s.Assigned), owner(s.Holder), tokenText(s.Token), state}
+	}
+	e.out.printf("topic %q (coordinator zookeeper), assignment generation %d, %d slots, %d not yet with their assigned thread\n",
+		topic, gen, len(slots), moving)
+	e.out.table([]string{"SLOT", "ASSIGNED", "HELD BY", "TOKEN", "STATE"}, rows)
+	return nil
 }
 
 // owner formats "worker#thread", or "-" for nobody.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -58,4 +59,39 @@ func TestWorkersAndAssignment(t *testing.T) {
 
 	code, _, stderr := rmqCmd(t, "", append([]string{"assignment"}, flags...)...)
 	assert.Equal(t, exitUsage, code, stderr)
+}
+
+func TestWorkersAndAssignmentOfTheRedisCoordinator(t *testing.T) {
+	b := testenv.Single(t)
+	ns := testenv.Namespace(t, b)
+	c, err := rmq.New(b.Redis, rmq.WithNamespace(ns))
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "orders", SlotAmount: 4, Type: rmq.FixedTime}))
+	require.NoError(t, c.Subscribe("orders", rmq.ListenerFunc(func(context.Context, *rmq.Message) error { return nil }), rmq.WithThreads(2)))
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	t.Cleanup(func() {
+		require.NoError(t, c.Close(ctx))
+		require.NoError(t, <-done)
+	})
+	flags := []string{"-redis", os.Getenv("RMQ_REDIS_ADDR"), "-namespace", ns}
+
+	deadline := time.Now().Add(10 * time.Second)
+	var out string
+	for {
+		out = mustRun(t, "", append([]string{"assignment"}, append(flags, "orders")...)...)
+		if strings.Contains(out, "0 not yet with their assigned worker") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.Contains(t, out, "(coordinator redis), 4 slots, 0 not yet with their assigned worker", out)
+	assert.Equal(t, 4, strings.Count(out, " held"), out)
+
+	out = mustRun(t, "", append([]string{"workers"}, flags...)...)
+	assert.Contains(t, out, "coordinator redis, 1 workers", out)
+	assert.Contains(t, out, "orders(2)", out)
+	assert.Contains(t, out, "orders(4)", out, "owned slots")
+	assert.Contains(t, out, "leader", out)
 }
