@@ -14,10 +14,13 @@
 // retries). A prepare entry older than the consume timeout is rolled back as
 // failed, so a crashed consumer loses nothing.
 //
-// Each slot is consumed by one goroutine at a time: in one process by the
-// local coordinator, across processes by the ZooKeeper coordinator (package
-// coordinator/zookeeper), which hands slots over only after the previous
-// owner has let go. See the README for keys, scores, guarantees and limits.
+// Each slot is consumed by one goroutine at a time across every process of
+// a namespace: the Redis coordinator (the default; package coordinator) or
+// the ZooKeeper coordinator (package coordinator/zookeeper) hands a slot over
+// only after the previous owner has let go or its lease has provably
+// expired, and every pop checks the slot's owner record in Redis. The local
+// coordinator serves one process alone. See the README for keys, scores,
+// guarantees and limits: its Layout section names the file of each hop.
 package rmq
 
 import (
