@@ -25,6 +25,10 @@ type Stats struct {
 	Dead int64
 	// Slots has the same counts per slot, indexed by slot.
 	Slots []SlotStats
+	// Paused says whether PauseTopic stopped its consumers.
+	Paused bool
+	// RateLimit is its rate limit (zero: unlimited).
+	RateLimit RateLimit
 }
 
 // Pending counts the messages not yet delivered: Store plus Retry.
@@ -43,6 +47,11 @@ func (c *Client) Stats(ctx context.Context, topic string) (Stats, error) {
 		return Stats{}, err
 	}
 	st := Stats{Topic: t.Name, Type: t.Type, SlotAmount: t.SlotAmount, Slots: make([]SlotStats, len(counts))}
+	controls, err := c.loadControls(ctx)
+	if err != nil {
+		return Stats{}, fmt.Errorf("rmq: flow control of topic %q: %w", topic, err)
+	}
+	st.Paused, st.RateLimit = controls[t.Name].paused, controls[t.Name].limit
 	for i, n := range counts {
 		ss := SlotStats{Slot: i, Store: n.Store, Retry: n.Retry, Prepare: n.Prepare, Dead: n.Dead}
 		st.Slots[i] = ss

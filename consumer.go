@@ -30,6 +30,7 @@ type SubscribeOption func(*subConfig)
 
 type subConfig struct {
 	threads int
+	breaker *Breaker // nil: none
 	errs    []error
 }
 
@@ -54,7 +55,9 @@ type subscription struct {
 	listener MessageListener
 	threads  []*thread
 	holders  []atomic.Pointer[thread] // per slot: the thread holding it, if any
+	owned    atomic.Int32             // slots held (non-nil holders)
 	stats    listenStats
+	flow     flow
 }
 
 // Subscribe registers listener for topic; consumption begins at Start. The
@@ -65,7 +68,8 @@ func (c *Client) Subscribe(topic string, listener MessageListener, opts ...Subsc
 	if listener == nil {
 		return fmt.Errorf("%w for topic %q", ErrNilListener, topic)
 	}
-	sc := subConfig{threads: 1}
+	def := DefaultBreaker
+	sc := subConfig{threads: 1, breaker: &def}
 	for _, o := range opts {
 		if o != nil {
 			o(&sc)
@@ -91,6 +95,9 @@ func (c *Client) Subscribe(topic string, listener MessageListener, opts ...Subsc
 		return fmt.Errorf("%w: %q", ErrAlreadySubscribed, topic)
 	}
 	s := &subscription{c: c, topic: t, listener: listener, holders: make([]atomic.Pointer[thread], t.SlotAmount)}
+	if sc.breaker != nil {
+		s.flow.breaker = newBreaker(*sc.breaker, topic, c.cfg.logger)
+	}
 	for i := range sc.threads {
 		s.threads = append(s.threads, newThread(s, i))
 	}

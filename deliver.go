@@ -19,8 +19,9 @@ const flushEvery = 100 * time.Millisecond
 // deliver hands a popped batch to the listener one message at a time and
 // records each outcome in s.pending, sent with the slot's next cycle (or on
 // its own when the batch runs long). A message not yet started when the
-// lease is revoked or lost, or when the batch has run for half the consume
-// timeout, is restored as it was: its original score, no retry spent.
+// lease is revoked or lost, when the batch has run for half the consume
+// timeout, or when the topic is paused or its breaker opens, is restored as
+// it was: its original score, no retry spent.
 //
 // sent is when the cycle that popped the batch was sent: Redis wrote the
 // prepare entries after it, so no entry of the batch can time out before
@@ -38,7 +39,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			_ = t.flush(hard, s) // on failure they go with the next cycle
 			flushed = now
 		}
-		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || time.Now().After(restoreAfter) {
+		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || time.Now().After(restoreAfter) || t.sub.heldBack() {
 			c.counters.restored.Add(int64(len(res.Deliveries) - i))
 			tm.restored.Add(int64(len(res.Deliveries) - i))
 			for j := range res.Deliveries[i:] {
@@ -58,6 +59,9 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			tm.lateness.observe(start.Sub(m.Due))
 		}
 		err := t.call(ctx, m, start)
+		if b := t.sub.flow.breaker; b != nil && !errors.Is(err, ErrNotOwner) {
+			b.record(time.Now(), err != nil)
+		}
 		action := rdb.Commit
 		switch {
 		case err == nil:

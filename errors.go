@@ -52,6 +52,14 @@ var (
 	// coordinator; a process of the local coordinator or of another kind of
 	// coordinator, for the others.
 	ErrNamespaceBusy = errors.New("rmq: namespace consumed by a process this one cannot share it with")
+	// ErrInvalidRateLimit: a negative or non-finite rate, a burst below 1
+	// with a rate, or a burst without a rate.
+	ErrInvalidRateLimit = errors.New("rmq: invalid rate limit")
+	// ErrTopicNotEmpty: DeleteTopic of a topic that still holds messages,
+	// without Force.
+	ErrTopicNotEmpty = errors.New("rmq: topic not empty")
+	// ErrTopicInUse: DeleteTopic of a topic a running process consumes.
+	ErrTopicInUse = errors.New("rmq: topic in use")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("rmq: client closed")
 	// ErrNotOwner: returned by a listener (or seen in logs) when this worker may

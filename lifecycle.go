@@ -51,7 +51,7 @@ func (c *Client) Start(ctx context.Context) error {
 	coordDone := sync.OnceFunc(func() { close(c.coordDone) })
 	defer coordDone()
 
-	p := c.newPresence()
+	p := c.newPresence(subs)
 	if err := p.join(runCtx); err != nil {
 		c.mu.Lock()
 		c.state = stateNew // nothing consumed: Start may be tried again
@@ -60,8 +60,13 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.stats.start()
 	bgCtx, stopBackground := context.WithCancel(c.hard)
+	control := newControlWatcher(c, subs)
+	if err := control.refresh(runCtx); err != nil {
+		c.cfg.logger.Warn("rmq: reading flow control failed; consuming once it is read", "err", err)
+	}
 	c.background.Go(func() { p.renew(bgCtx) })
-	c.background.Go(func() { newWakeListener(c, subs).run(bgCtx) })
+	c.background.Go(func() { control.run(bgCtx) })
+	c.background.Go(func() { newWakeListener(c, subs, control).run(bgCtx) })
 
 	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout, Abandoned: c.abandoned}
 	quit := make(chan struct{})

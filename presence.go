@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rmq-go/rmq/coordinator"
@@ -25,18 +26,24 @@ const (
 
 // presence is one client's entry in the presence set.
 type presence struct {
-	co  rdb.Coordination
-	me  string // "<kind>/<host>:<pid>:<nonce>"
-	log func(msg string, args ...any)
+	co     rdb.Coordination
+	me     string // "<kind>/<host>:<pid>:<nonce>"
+	topics []string
+	log    func(msg string, args ...any)
 }
 
-func (c *Client) newPresence() *presence {
+func (c *Client) newPresence(subs map[string]*subscription) *presence {
 	kind := "custom"
 	if k, ok := c.cfg.coordinator.(coordinator.Kinded); ok {
 		kind = k.Kind()
 	}
 	host, _ := os.Hostname()
-	return &presence{co: c.coord, me: fmt.Sprintf("%s/%s:%d:%p", kind, host, os.Getpid(), c), log: c.cfg.logger.Error}
+	p := &presence{co: c.coord, me: fmt.Sprintf("%s/%s:%d:%p", kind, host, os.Getpid(), c), log: c.cfg.logger.Error}
+	for name := range subs {
+		p.topics = append(p.topics, name)
+	}
+	slices.Sort(p.topics)
+	return p
 }
 
 // join adds the entry. A conflicting neighbour may be a process that just
@@ -45,7 +52,7 @@ func (c *Client) newPresence() *presence {
 func (p *presence) join(ctx context.Context) error {
 	deadline := time.Now().Add(presenceTTL + presenceRenew/2)
 	for attempt := 1; ; attempt++ {
-		other, err := p.co.Presence(ctx, p.me, presenceTTL, "join")
+		other, err := p.co.Presence(ctx, p.me, presenceTTL, "join", p.topics...)
 		switch {
 		case err == nil && other == "":
 			return nil
@@ -68,7 +75,7 @@ func (p *presence) renew(ctx context.Context) {
 		if ctx.Err() != nil {
 			break
 		}
-		other, err := p.co.Presence(ctx, p.me, presenceTTL, "renew")
+		other, err := p.co.Presence(ctx, p.me, presenceTTL, "renew", p.topics...)
 		if err == nil && other != "" {
 			p.log("rmq: another process consumes this namespace and cannot share it", "this", p.me, "other", other)
 		}

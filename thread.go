@@ -158,7 +158,9 @@ func (t *thread) add(hard context.Context, l *coordinator.Lease) {
 		stop: func() { stopHard(); cancel() }}
 	t.slots[l.Slot()] = s
 	t.order = append(t.order, s)
-	t.sub.holders[l.Slot()].Store(t)
+	if t.sub.holders[l.Slot()].Swap(t) == nil {
+		t.sub.owned.Add(1)
+	}
 }
 
 // release settles a slot's outcomes and hands the lease back.
@@ -171,7 +173,9 @@ func (t *thread) release(hard context.Context, s *slotState) {
 			break
 		}
 	}
-	t.sub.holders[s.lease.Slot()].CompareAndSwap(t, nil)
+	if t.sub.holders[s.lease.Slot()].CompareAndSwap(t, nil) {
+		t.sub.owned.Add(-1)
+	}
 	s.stop()
 	s.lease.Release()
 }
@@ -272,7 +276,15 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 	}
 	c := t.sub.c
 	sent := time.Now()
-	res, err := t.cycle(hard, s, t.request(s, t.sub.batchSize()))
+	admitted, probe, until := t.admit(t.sub.batchSize(), sent)
+	if admitted == 0 {
+		// Held back by the topic's flow control: settle what is pending.
+		_ = t.flush(hard, s)
+		s.next = until
+		return
+	}
+	res, err := t.cycle(hard, s, t.request(s, admitted))
+	t.admitted(admitted, len(res.Deliveries), probe)
 	now := time.Now()
 	if err != nil {
 		c.counters.redisErrors.Add(1)

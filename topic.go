@@ -134,8 +134,9 @@ type topicInfo struct {
 	metrics *topicMetrics
 }
 
-// topicCache remembers topics known to be defined. Definitions never change,
-// so an entry never goes stale.
+// topicCache remembers topics known to be defined. Definitions never change
+// (a deleted topic is dropped from the cache of the client that deleted it),
+// so an entry never goes stale while its topic lives.
 type topicCache struct {
 	mu     sync.RWMutex
 	byName map[string]*topicInfo
@@ -145,6 +146,12 @@ func (c *topicCache) get(name string) *topicInfo {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.byName[name]
+}
+
+func (c *topicCache) drop(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byName, name)
 }
 
 func (c *topicCache) put(keys rdb.Keyspace, t Topic) *topicInfo {

@@ -32,6 +32,14 @@ type TopicMetrics struct {
 	ListenerDuration Histogram
 	// OwnedSlots is how many of the topic's slots this process owns now.
 	OwnedSlots int
+	// Breaker is the state of this process's breaker for the topic:
+	// BreakerClosed, BreakerOpen, BreakerHalfOpen, or BreakerOff (disabled,
+	// or not subscribed); BreakerOpened counts the times it opened.
+	Breaker       string
+	BreakerOpened int64
+	// HeldBack counts the times a due slot was held back, by reason: "pause",
+	// "limit" (no token of the rate limit), "breaker" (open or probing).
+	HeldBack map[string]int64
 }
 
 // topicMetrics backs TopicMetrics: lock-free on the hot path.
@@ -67,12 +75,15 @@ func (c *Client) TopicMetrics() []TopicMetrics {
 			Committed: m.committed.Load(), Failed: m.failed.Load(), NotOwner: m.notOwner.Load(),
 			Restored: m.restored.Load(), Dead: m.dead.Load(),
 			Lateness: m.lateness.snapshot(), ListenerDuration: m.duration.snapshot()}
+		out[i].Breaker = BreakerOff
 		if s := subs[t.Name]; s != nil {
-			for slot := range s.holders {
-				if s.holders[slot].Load() != nil {
-					out[i].OwnedSlots++
-				}
+			out[i].OwnedSlots = int(s.owned.Load())
+			f := &s.flow
+			if f.breaker != nil {
+				out[i].Breaker, out[i].BreakerOpened = f.breaker.State(), f.breaker.opened.Load()
 			}
+			out[i].HeldBack = map[string]int64{"pause": f.heldPause.Load(), "limit": f.heldLimit.Load(),
+				"breaker": f.heldBreaker.Load()}
 		}
 	}
 	return out

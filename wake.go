@@ -13,13 +13,17 @@ import (
 // message reaches its listener within milliseconds while idle slots stay
 // quiet. Pub/sub is lossy across reconnects, so every (re)subscription wakes
 // every slot, and the idle poll bounds what remains.
+//
+// The same connection follows the control channel, where changes of a
+// topic's flow control are announced.
 type wakeListener struct {
 	c         *Client
 	byChannel map[string]*subscription
+	control   *controlWatcher
 }
 
-func newWakeListener(c *Client, subs map[string]*subscription) *wakeListener {
-	w := &wakeListener{c: c, byChannel: make(map[string]*subscription, len(subs))}
+func newWakeListener(c *Client, subs map[string]*subscription, control *controlWatcher) *wakeListener {
+	w := &wakeListener{c: c, byChannel: make(map[string]*subscription, len(subs)), control: control}
 	for _, s := range subs {
 		w.byChannel[s.topic.wake] = s
 	}
@@ -31,7 +35,9 @@ func (w *wakeListener) run(ctx context.Context) {
 	if len(w.byChannel) == 0 {
 		return
 	}
-	channels := make([]string, 0, len(w.byChannel))
+	control := w.c.keys.ControlChannel()
+	channels := make([]string, 0, len(w.byChannel)+1)
+	channels = append(channels, control)
 	for ch := range w.byChannel {
 		channels = append(channels, ch)
 	}
@@ -48,9 +54,14 @@ func (w *wakeListener) run(ctx context.Context) {
 				if s := w.byChannel[m.Channel]; s != nil && m.Kind == "subscribe" {
 					s.wakeAll()
 				}
+				if m.Channel == control && m.Kind == "subscribe" {
+					w.control.poke()
+				}
 			case *redis.Message:
 				if s := w.byChannel[m.Channel]; s != nil {
 					s.wakeSlots(m.Payload)
+				} else if m.Channel == control {
+					w.control.poke()
 				}
 			}
 		}

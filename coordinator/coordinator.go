@@ -69,6 +69,14 @@ type Handler interface {
 // and by the rmq client (rmq.ErrTopicConflict is this same error).
 var ErrTopicConflict = errors.New("rmq: topic already defined differently")
 
+// TopicRemover is implemented by coordinators that keep records of a topic
+// (its definition, assignment, owners) outside the topic's Redis keys.
+type TopicRemover interface {
+	// RemoveTopic deletes every record of topic name of namespace; a topic
+	// without records is no error.
+	RemoveTopic(ctx context.Context, namespace, name string) error
+}
+
 // TopicRecorder is implemented by coordinators that keep topic definitions.
 type TopicRecorder interface {
 	// RecordTopic stores def for topic name of namespace unless one exists;

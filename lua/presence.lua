@@ -5,22 +5,29 @@
 --
 -- KEYS[1] presence zset   member = "<coordinator>/<process id>"; score =
 --                         expiry, Unix ms by the Redis clock
+-- KEYS[2] topics   hash   member → the topics it consumes (comma-separated)
 --
 -- ARGV[1] me       "<coordinator>/<process id>"
 -- ARGV[2] ttl      ms until the entry expires unless renewed
 -- ARGV[3] mode     "join": add me unless a neighbour conflicts; "renew": the
 --                  same, but keep me even then; "leave": remove me
+-- ARGV[4] topics   the topics me consumes, comma-separated
 --
 -- Returns "" when the entry stands (or left), else the first conflicting
 -- neighbour's entry (on "join" nothing was added).
-local presence, me = KEYS[1], ARGV[1]
+local presence, topics, me = KEYS[1], KEYS[2], ARGV[1]
 if ARGV[3] == 'leave' then
   redis.call('ZREM', presence, me)
+  redis.call('HDEL', topics, me)
   return ''
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', presence, '-inf', now)
+local gone = redis.call('ZRANGEBYSCORE', presence, '-inf', now)
+if #gone > 0 then
+  redis.call('ZREMRANGEBYSCORE', presence, '-inf', now)
+  redis.call('HDEL', topics, unpack(gone))
+end
 local kind = string.match(me, '^([^/]*)/')
 local conflict = ''
 for _, other in ipairs(redis.call('ZRANGE', presence, 0, -1)) do
@@ -34,4 +41,5 @@ for _, other in ipairs(redis.call('ZRANGE', presence, 0, -1)) do
 end
 if conflict ~= '' and ARGV[3] == 'join' then return conflict end
 redis.call('ZADD', presence, now + tonumber(ARGV[2]), me)
+redis.call('HSET', topics, me, ARGV[4] or '')
 return conflict

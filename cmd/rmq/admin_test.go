@@ -87,7 +87,7 @@ func seed(t *testing.T, b testenv.Backend, ns string) {
 	// Consume renders and jobs with a listener that always fails, until all are dead.
 	fail := rmq.ListenerFunc(func(context.Context, *rmq.Message) error { return context.Canceled })
 	for _, topic := range []string{"renders", "jobs"} {
-		require.NoError(t, c.Subscribe(topic, fail))
+		require.NoError(t, c.Subscribe(topic, fail, rmq.WithBreaker(rmq.Breaker{}))) // every call fails on purpose
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()

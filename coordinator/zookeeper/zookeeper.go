@@ -83,6 +83,7 @@ type Coordinator struct {
 var (
 	_ coordinator.Coordinator   = (*Coordinator)(nil)
 	_ coordinator.TopicRecorder = (*Coordinator)(nil)
+	_ coordinator.TopicRemover  = (*Coordinator)(nil)
 	_ coordinator.Kinded        = (*Coordinator)(nil)
 )
 
@@ -174,6 +175,38 @@ func (z *Coordinator) RecordTopic(ctx context.Context, namespace, name, def stri
 			return err
 		}
 		return recordTopic(conn, p, name, def, z.acl)
+	})
+}
+
+// RemoveTopic implements coordinator.TopicRemover: it deletes the topic's
+// definition, assignment and owner nodes (an owner node of a live worker
+// belongs to its session and is left).
+func (z *Coordinator) RemoveTopic(ctx context.Context, namespace, name string) error {
+	conn, err := z.adminConn(ctx)
+	if err != nil {
+		return err
+	}
+	p := newNodePaths(z.cfg.Root, namespace)
+	return withContext(ctx, func() error {
+		for _, path := range []string{p.topic(name), p.assignment(name)} {
+			if err := conn.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return fmt.Errorf("rmq: zookeeper delete %s: %w", path, err)
+			}
+		}
+		owners, _, err := conn.Children(p.owners(name))
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("rmq: zookeeper owners of %s: %w", name, err)
+		}
+		if len(owners) == 0 {
+			if err := conn.Delete(p.owners(name), -1); err != nil && !errors.Is(err, zk.ErrNoNode) &&
+				!errors.Is(err, zk.ErrNotEmpty) {
+				return fmt.Errorf("rmq: zookeeper delete %s: %w", p.owners(name), err)
+			}
+		}
+		return nil
 	})
 }
 

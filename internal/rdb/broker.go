@@ -46,6 +46,14 @@ type Broker interface {
 	// Backlog returns the sizes of each slot's sets and, with dueTimes, the
 	// earliest due time in each store, in one pipeline; and the Redis time.
 	Backlog(ctx context.Context, slots []SlotKeys, dueTimes bool) ([]SlotBacklog, int64, error)
+	// Controls returns every topic's stored flow control (topic → JSON).
+	Controls(ctx context.Context) (map[string]string, error)
+	// SetControl stores a topic's flow control ("" removes it) and announces it.
+	SetControl(ctx context.Context, topic, control string) error
+	// DeleteTopic removes every key of a topic of slots slots, definition included.
+	DeleteTopic(ctx context.Context, topic string, slots int) error
+	// PresenceTopics returns the topics each consuming process named.
+	PresenceTopics(ctx context.Context) (map[string]string, error)
 	// AddStats adds clients' metrics to the namespace's shared ones.
 	AddStats(ctx context.Context, deltas []StatsDelta) error
 	// Stats returns a topic's shared metrics, all-time and per minute.

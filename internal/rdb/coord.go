@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,10 +44,10 @@ type Coordination interface {
 	Announce(ctx context.Context, msg string) error
 	// Listen subscribes to the coordinator's channel.
 	Listen(ctx context.Context) *redis.PubSub
-	// Presence records me ("<coordinator>/<process id>") as consuming the
-	// namespace for ttl (mode "join", "renew" or "leave"; see presence.lua)
-	// and returns the first neighbour that conflicts ("" for none).
-	Presence(ctx context.Context, me string, ttl time.Duration, mode string) (string, error)
+	// Presence records me ("<coordinator>/<process id>") as consuming topics
+	// of the namespace for ttl (mode "join", "renew" or "leave"; see
+	// presence.lua) and returns the first neighbour that conflicts ("" for none).
+	Presence(ctx context.Context, me string, ttl time.Duration, mode string, topics ...string) (string, error)
 	// PresentWorkers returns every unexpired presence entry with its expiry.
 	PresentWorkers(ctx context.Context) (map[string]time.Time, error)
 }
@@ -249,8 +250,9 @@ func (c *coordination) Listen(ctx context.Context) *redis.PubSub {
 }
 
 // Presence implements Coordination.
-func (c *coordination) Presence(ctx context.Context, me string, ttl time.Duration, mode string) (string, error) {
-	return presenceScript.Run(ctx, c.rdb, []string{c.keys.Presence()}, me, ttl.Milliseconds(), mode).Text()
+func (c *coordination) Presence(ctx context.Context, me string, ttl time.Duration, mode string, topics ...string) (string, error) {
+	return presenceScript.Run(ctx, c.rdb, []string{c.keys.Presence(), c.keys.PresenceTopics()}, me, ttl.Milliseconds(), mode,
+		strings.Join(topics, ",")).Text()
 }
 
 // PresentWorkers implements Coordination.

@@ -54,6 +54,18 @@ func (k Keyspace) Assignment(topic string) string { return k.coordKey("assignmen
 // the Redis clock.
 func (k Keyspace) Presence() string { return k.coordKey("presence") }
 
+// Controls is a hash: topic → its flow control (JSON: paused, rate limit),
+// set by PauseTopic, ResumeTopic and SetRateLimit, read by every consumer.
+func (k Keyspace) Controls() string { return k.coordKey("control") }
+
+// ControlChannel is the pub/sub channel on which a change of a topic's flow
+// control is announced (payload: the topic), so consumers apply it at once.
+func (k Keyspace) ControlChannel() string { return k.ns + ":control" }
+
+// PresenceTopics is a hash: presence entry → the topics that process
+// consumes (comma-separated).
+func (k Keyspace) PresenceTopics() string { return k.coordKey("presence-topics") }
+
 // Stats is a hash of every process's metrics of topic since the namespace
 // began, flushed by each client every few seconds: field → count (see
 // StatsDelta).

@@ -1,0 +1,187 @@
+package rmq
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Breaker is a subscription's adaptive protection: when the share of its
+// listener calls that fail, over the last breakerWindow, reaches
+// FailureRatio (with at least MinCalls calls in the window), this process
+// stops consuming the topic (open) for OpenFor; then it lets one message at
+// a time through (half-open), and after breakerProbes successes in a row
+// consumes as before (closed), while a failure opens it again. Messages held
+// back by an open breaker stay where they are and spend no retries; popped
+// messages not yet started when it opens go back unchanged. The zero Breaker
+// disables it; the default is DefaultBreaker.
+type Breaker struct {
+	// FailureRatio is the share of failed calls that opens the breaker, in (0, 1].
+	FailureRatio float64
+	// MinCalls is how many calls the window needs before it may open, ≥ 1.
+	MinCalls int
+	// OpenFor is how long it stays open before probing, > 0.
+	OpenFor time.Duration
+}
+
+// DefaultBreaker opens when half the calls of the last 10 s failed, after at
+// least 20 calls, for 5 s.
+var DefaultBreaker = Breaker{FailureRatio: 0.5, MinCalls: 20, OpenFor: 5 * time.Second}
+
+// Breaker timing that is not configurable.
+const (
+	breakerWindow  = 10 * time.Second // failures are counted over this much recent time
+	breakerBuckets = 10               // of breakerWindow/breakerBuckets each
+	breakerProbes  = 3                // successes in a row that close a half-open breaker
+)
+
+// WithBreaker sets the subscription's breaker; Breaker{} disables it.
+// Default DefaultBreaker.
+func WithBreaker(b Breaker) SubscribeOption {
+	return func(c *subConfig) {
+		if b == (Breaker{}) {
+			c.breaker = nil
+			return
+		}
+		if !(b.FailureRatio > 0 && b.FailureRatio <= 1) || b.MinCalls < 1 || b.OpenFor <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("%w: breaker %+v: FailureRatio must be in (0, 1], MinCalls ≥ 1, OpenFor > 0",
+				ErrInvalidOption, b))
+			return
+		}
+		c.breaker = &b
+	}
+}
+
+// Breaker states, as TopicMetrics reports them.
+const (
+	BreakerClosed   = "closed"
+	BreakerOpen     = "open"
+	BreakerHalfOpen = "half-open"
+	BreakerOff      = "off"
+)
+
+// breaker is one subscription's Breaker at work.
+type breaker struct {
+	cfg   Breaker
+	topic string
+	log   *slog.Logger
+
+	mu        sync.Mutex
+	state     string
+	openUntil time.Time
+	probing   bool // a half-open probe is in flight
+	successes int  // probes that succeeded in a row
+	buckets   [breakerBuckets]breakerBucket
+
+	opened atomic.Int64 // times it opened
+	shown  atomic.Value // state, for metrics without the lock
+}
+
+// breakerBucket counts the calls of one tenth of the window.
+type breakerBucket struct {
+	start           time.Time
+	calls, failures int
+}
+
+func newBreaker(cfg Breaker, topic string, log *slog.Logger) *breaker {
+	b := &breaker{cfg: cfg, topic: topic, log: log, state: BreakerClosed}
+	b.shown.Store(BreakerClosed)
+	return b
+}
+
+// allow reports whether a pop may go ahead now, and whether it is a probe
+// (at most one message, its outcome reported with probeDone or record);
+// otherwise until when to hold back.
+func (b *breaker) allow(now time.Time) (ok, probe bool, until time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch b.state {
+	case BreakerOpen:
+		if now.Before(b.openUntil) {
+			return false, false, b.openUntil
+		}
+		b.set(BreakerHalfOpen, "probing with one message at a time")
+		b.successes = 0
+		fallthrough
+	case BreakerHalfOpen:
+		if b.probing {
+			return false, false, now.Add(breakerProbeWait)
+		}
+		b.probing = true
+		return true, true, time.Time{}
+	}
+	return true, false, time.Time{}
+}
+
+// breakerProbeWait is how often a half-open breaker's other slots look again.
+const breakerProbeWait = 50 * time.Millisecond
+
+// probeDone ends a probe that delivered nothing.
+func (b *breaker) probeDone() {
+	b.mu.Lock()
+	b.probing = false
+	b.mu.Unlock()
+}
+
+// record counts one listener call's outcome.
+func (b *breaker) record(now time.Time, failed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == BreakerHalfOpen {
+		b.probing = false
+		if failed {
+			b.trip(now, "a probe failed")
+			return
+		}
+		if b.successes++; b.successes >= breakerProbes {
+			b.set(BreakerClosed, "probes succeeded")
+			b.buckets = [breakerBuckets]breakerBucket{}
+		}
+		return
+	}
+	if b.state != BreakerClosed {
+		return
+	}
+	span := breakerWindow / breakerBuckets
+	start := now.Truncate(span)
+	bk := &b.buckets[(start.UnixNano()/int64(span))%breakerBuckets]
+	if !bk.start.Equal(start) {
+		bk.start, bk.calls, bk.failures = start, 0, 0
+	}
+	bk.calls++
+	if failed {
+		bk.failures++
+	}
+	calls, failures := 0, 0
+	for _, x := range b.buckets {
+		if now.Sub(x.start) < breakerWindow {
+			calls += x.calls
+			failures += x.failures
+		}
+	}
+	if failed && calls >= b.cfg.MinCalls && float64(failures) >= b.cfg.FailureRatio*float64(calls) {
+		b.trip(now, fmt.Sprintf("%d of the last %d calls failed", failures, calls))
+	}
+}
+
+// trip opens the breaker (under mu).
+func (b *breaker) trip(now time.Time, why string) {
+	b.openUntil = now.Add(b.cfg.OpenFor)
+	b.opened.Add(1)
+	b.set(BreakerOpen, why)
+}
+
+// set changes the state and logs it (under mu).
+func (b *breaker) set(state, why string) {
+	b.log.Warn("rmq: breaker "+state, "topic", b.topic, "why", why, "open_for", b.cfg.OpenFor)
+	b.state = state
+	b.shown.Store(state)
+}
+
+// isOpen reports whether consumption is held back now (an open breaker).
+func (b *breaker) isOpen() bool { return b.shown.Load() == BreakerOpen }
+
+// State returns the state for metrics.
+func (b *breaker) State() string { return b.shown.Load().(string) }

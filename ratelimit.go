@@ -1,0 +1,101 @@
+package rmq
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// RateLimit bounds how fast a topic is consumed across every process of the
+// namespace: PerSecond messages per second on average, with bursts of up to
+// Burst. The zero value is unlimited. See the README's Flow control.
+type RateLimit struct {
+	PerSecond float64 // > 0; 0 with Burst 0: unlimited
+	Burst     int     // ≥ 1 when PerSecond is set
+}
+
+// check validates l.
+func (l RateLimit) check() error {
+	switch {
+	case l == RateLimit{}:
+		return nil
+	case l.PerSecond < 0 || math.IsNaN(l.PerSecond) || math.IsInf(l.PerSecond, 0):
+		return fmt.Errorf("%w: rate %v per second", ErrInvalidRateLimit, l.PerSecond)
+	case l.PerSecond == 0:
+		return fmt.Errorf("%w: a burst of %d without a rate", ErrInvalidRateLimit, l.Burst)
+	case l.Burst < 1:
+		return fmt.Errorf("%w: burst %d is below 1 (with a rate of %v per second)", ErrInvalidRateLimit, l.Burst, l.PerSecond)
+	}
+	return nil
+}
+
+// String returns "unlimited" or "RATE/s, burst BURST".
+func (l RateLimit) String() string {
+	if l == (RateLimit{}) {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%g/s, burst %d", l.PerSecond, l.Burst)
+}
+
+// rateLimiter is this process's share of a topic's rate limit: a token
+// bucket that the topic's threads draw from before each pop. The share is the
+// limit times the fraction of the topic's slots this process owns at the
+// moment of the draw, so that the processes of a namespace together deliver
+// the limit while the backlog is spread over the slots, and the share follows
+// the slots as they move.
+type rateLimiter struct {
+	mu     sync.Mutex
+	limit  RateLimit // of the whole namespace; zero: unlimited
+	tokens float64
+	last   time.Time
+}
+
+// set changes the namespace-wide limit.
+func (l *rateLimiter) set(limit RateLimit) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.limit == (RateLimit{}) && limit != (RateLimit{}) {
+		l.tokens, l.last = 0, time.Time{} // filled to the share's burst at the first draw
+	}
+	l.limit = limit
+}
+
+// take takes up to want tokens, share being the fraction of the slots this
+// process owns; with none, it says when one will be there.
+func (l *rateLimiter) take(want int, share float64, now time.Time) (int, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.limit.PerSecond <= 0 {
+		return want, time.Time{}
+	}
+	rate, burst := l.limit.PerSecond*share, max(1, float64(l.limit.Burst)*share)
+	if rate <= 0 {
+		return 0, now.Add(controlRefresh)
+	}
+	if l.last.IsZero() {
+		l.tokens = burst
+	} else {
+		l.tokens = min(burst, l.tokens+now.Sub(l.last).Seconds()*rate)
+	}
+	l.last = now
+	n := min(want, int(l.tokens))
+	if n < 1 {
+		wait := time.Duration((1 - l.tokens) / rate * float64(time.Second))
+		return 0, now.Add(max(wait, time.Millisecond))
+	}
+	l.tokens -= float64(n)
+	return n, time.Time{}
+}
+
+// giveBack returns tokens taken but not used (fewer messages were due).
+func (l *rateLimiter) giveBack(n int) {
+	if n <= 0 {
+		return
+	}
+	l.mu.Lock()
+	if l.limit.PerSecond > 0 {
+		l.tokens += float64(n)
+	}
+	l.mu.Unlock()
+}
