@@ -116,55 +116,13 @@ func (c *Client) DeadMessages(ctx context.Context, topic string, limit int) ([]D
 // RequeueDead moves dead messages of topic back to pending with fresh retries
 // (all of them, or only the given contents) and returns how many moved. They
 // are due at once; on a Priority topic they rank below every fresh priority.
+// See RequeueDeadProgress to follow a large requeue.
 func (c *Client) RequeueDead(ctx context.Context, topic string, contents ...[]byte) (int64, error) {
-	t, counts, err := c.counts(ctx, topic)
-	if err != nil {
-		return 0, err
-	}
-	var moved int64
-	var woken []rdb.Wake
-	for slot, n := range counts {
-		for left := n.Dead; left > 0; {
-			k, err := c.broker.Requeue(ctx, t.slots[slot], 1000, contents)
-			if err != nil {
-				return moved, fmt.Errorf("rmq: requeue dead of topic %q slot %d: %w", topic, slot, err)
-			}
-			moved += k
-			if k > 0 {
-				woken = append(woken, rdb.Wake{Channel: t.wake, Slot: slot})
-			}
-			if k == 0 || len(contents) > 0 {
-				break
-			}
-			left -= k
-		}
-	}
-	if len(woken) > 0 {
-		for _, p := range rdb.WakePublications(woken) {
-			if err := c.broker.Publish(ctx, p.Channel, string(p.Payload)); err != nil {
-				c.cfg.logger.Warn("rmq: wake-up publish failed", "err", err)
-			}
-		}
-	}
-	return moved, nil
+	return c.RequeueDeadProgress(ctx, topic, nil, contents...)
 }
 
-// PurgeDead deletes every dead message of topic and returns how many.
+// PurgeDead deletes every dead message of topic and returns how many. See
+// PurgeDeadProgress to follow a large purge.
 func (c *Client) PurgeDead(ctx context.Context, topic string) (int64, error) {
-	t, counts, err := c.counts(ctx, topic)
-	if err != nil {
-		return 0, err
-	}
-	var purged int64
-	for slot, n := range counts {
-		if n.Dead == 0 {
-			continue
-		}
-		k, err := c.broker.Purge(ctx, t.slots[slot])
-		if err != nil {
-			return purged, fmt.Errorf("rmq: purge dead of topic %q slot %d: %w", topic, slot, err)
-		}
-		purged += k
-	}
-	return purged, nil
+	return c.PurgeDeadProgress(ctx, topic, nil)
 }

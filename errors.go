@@ -39,6 +39,8 @@ var (
 	ErrContentTooLarge = errors.New("rmq: message content too large")
 	// ErrInvalidMessage: a nil message or an OutgoingMessage of an unknown kind.
 	ErrInvalidMessage = errors.New("rmq: invalid message")
+	// ErrInvalidSlot: a slot index outside [0, SlotAmount) of its topic.
+	ErrInvalidSlot = errors.New("rmq: slot out of range")
 	// ErrInvalidOption: an option with a value out of range.
 	ErrInvalidOption = errors.New("rmq: invalid option")
 	// ErrNilListener: Subscribe was given a nil listener.

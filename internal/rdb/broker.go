@@ -67,6 +67,11 @@ type Broker interface {
 	Requeue(ctx context.Context, keys SlotKeys, limit int, members [][]byte) (int64, error)
 	// Purge deletes every dead member of a slot; it returns how many.
 	Purge(ctx context.Context, keys SlotKeys) (int64, error)
+	// Pending returns up to limit members of a slot's store in pop order
+	// (priority: highest score first), then up to limit of its retry set.
+	Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool) ([]PendingEntry, error)
+	// DeleteDead deletes one dead member of a slot; it reports whether it was there.
+	DeleteDead(ctx context.Context, keys SlotKeys, member []byte) (bool, error)
 	// Publish sends one pub/sub message.
 	Publish(ctx context.Context, channel, payload string) error
 	// Subscribe opens a pub/sub connection on channels.

@@ -1,0 +1,83 @@
+package rmq
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// PendingMessage is a message waiting in a slot to be delivered.
+type PendingMessage struct {
+	Topic   string
+	Slot    int
+	Content []byte
+	// Due is when the message becomes due: a fresh message's due time on a
+	// time topic, or the end of a retry backoff. Zero means due at once: a
+	// message retried without backoff or requeued, and every waiting message
+	// of a Priority topic.
+	Due time.Time
+	// Priority is a fresh message's priority on a Priority topic, else 0.
+	Priority int64
+	// RetriesLeft is MaxRetries for a message never delivered.
+	RetriesLeft int
+	// Retrying is true while the message waits out a retry backoff.
+	Retrying bool
+}
+
+// NextDue returns up to limit messages waiting in one slot of topic, in the
+// order the slot's consumer takes them: on a time topic by due time (due at
+// once first); on a Priority topic highest priority first, then retried
+// messages, then those waiting out a retry backoff. One round trip of
+// O(log n + limit) commands; messages already handed to a consumer are not
+// listed. A slot outside the topic fails with ErrInvalidSlot.
+func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]PendingMessage, error) {
+	t, err := c.slotOf(ctx, topic, slot)
+	if err != nil || limit <= 0 {
+		return nil, err
+	}
+	entries, err := c.broker.Pending(ctx, t.slots[slot], int64(limit), t.Type == Priority)
+	if err != nil {
+		return nil, fmt.Errorf("rmq: pending messages of topic %q slot %d: %w", topic, slot, err)
+	}
+	out := make([]PendingMessage, len(entries))
+	for i, e := range entries {
+		out[i] = PendingMessage{Topic: t.Name, Slot: slot, Content: e.Member, Priority: e.Priority,
+			RetriesLeft: e.RetriesLeft, Retrying: e.Retrying}
+		if e.DueMs > 0 {
+			out[i].Due = time.UnixMilli(e.DueMs)
+		}
+	}
+	if t.Type != Priority {
+		// store then retry, each sorted: merge them by due time, stable
+		slices.SortStableFunc(out, func(a, b PendingMessage) int { return a.Due.Compare(b.Due) })
+	}
+	return out[:min(len(out), limit)], nil
+}
+
+// DeleteDead deletes one dead message of a slot of topic (as listed by
+// DeadMessages) and reports whether it was there. A slot outside the topic
+// fails with ErrInvalidSlot.
+func (c *Client) DeleteDead(ctx context.Context, topic string, slot int, content []byte) (bool, error) {
+	t, err := c.slotOf(ctx, topic, slot)
+	if err != nil {
+		return false, err
+	}
+	ok, err := c.broker.DeleteDead(ctx, t.slots[slot], content)
+	if err != nil {
+		return false, fmt.Errorf("rmq: delete dead message of topic %q slot %d: %w", topic, slot, err)
+	}
+	return ok, nil
+}
+
+// slotOf returns topic after checking that slot is one of its slots.
+func (c *Client) slotOf(ctx context.Context, topic string, slot int) (*topicInfo, error) {
+	t, err := c.lookupTopic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if slot < 0 || slot >= t.SlotAmount {
+		return nil, fmt.Errorf("%w: topic %q has slots 0..%d, not %d", ErrInvalidSlot, t.Name, t.SlotAmount-1, slot)
+	}
+	return t, nil
+}

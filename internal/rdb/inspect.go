@@ -1,0 +1,81 @@
+package rdb
+
+import (
+	"context"
+	"math"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// retryScale is the factor of a retry score: due ms * retryScale + retries
+// left (RETRY_SCALE in cycle.lua).
+const retryScale = 32
+
+// PendingEntry is a message waiting in a slot, its score decoded.
+type PendingEntry struct {
+	Member []byte
+	// RetriesLeft is MaxRetries for a message never delivered, fewer after
+	// failed deliveries.
+	RetriesLeft int
+	// DueMs is when it is due, Unix ms: the due time of a fresh message on a
+	// time topic, or the end of a retry backoff; 0 for due at once.
+	DueMs int64
+	// Priority is a fresh message's priority on a Priority topic, else 0.
+	Priority int64
+	// Retrying is true while the message waits out a retry backoff.
+	Retrying bool
+}
+
+// Pending implements Broker: the first limit members of store in the order
+// the cycle pops them (time topics lowest score first, Priority highest
+// first), then the first limit of retry, soonest first; one round trip.
+func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool) ([]PendingEntry, error) {
+	pipe := b.rdb.Pipeline()
+	var store *redis.ZSliceCmd
+	if priority {
+		store = pipe.ZRevRangeWithScores(ctx, keys.Store, 0, limit-1)
+	} else {
+		store = pipe.ZRangeWithScores(ctx, keys.Store, 0, limit-1)
+	}
+	retry := pipe.ZRangeWithScores(ctx, keys.Retry, 0, limit-1)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]PendingEntry, 0, len(store.Val())+len(retry.Val()))
+	for _, z := range store.Val() {
+		out = append(out, storeEntry(z, priority))
+	}
+	for _, z := range retry.Val() {
+		out = append(out, retryEntry(z))
+	}
+	return out, nil
+}
+
+// storeEntry decodes a store member: a score up to MaxRetries is the retries
+// left of a message due at once; above it, a due time or a priority.
+func storeEntry(z redis.Z, priority bool) PendingEntry {
+	m, _ := z.Member.(string)
+	e := PendingEntry{Member: []byte(m), RetriesLeft: MaxRetries}
+	switch {
+	case z.Score <= MaxRetries:
+		e.RetriesLeft = int(math.Floor(z.Score))
+	case priority:
+		e.Priority = int64(z.Score)
+	default:
+		e.DueMs = int64(z.Score)
+	}
+	return e
+}
+
+// retryEntry decodes a retry member: due ms * retryScale + retries left.
+func retryEntry(z redis.Z) PendingEntry {
+	m, _ := z.Member.(string)
+	s := int64(z.Score)
+	return PendingEntry{Member: []byte(m), DueMs: s / retryScale, RetriesLeft: int(s % retryScale), Retrying: true}
+}
+
+// DeleteDead implements Broker.
+func (b *redisBroker) DeleteDead(ctx context.Context, keys SlotKeys, member []byte) (bool, error) {
+	n, err := b.rdb.ZRem(ctx, keys.Dead, member).Result()
+	return n > 0, err
+}
