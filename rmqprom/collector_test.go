@@ -1,0 +1,265 @@
+package rmqprom_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/rmqprom"
+)
+
+// gather scrapes reg and returns every sample by its series name, e.g.
+// `rmq_deliveries_total{outcome="fail",topic="t"}`; histograms give
+// name_count, name_sum and name_bucket{…,le="…"}.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	out := make(map[string]float64)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := labelText(m.GetLabel())
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				out[mf.GetName()+labels] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[mf.GetName()+labels] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				out[mf.GetName()+"_count"+labels] = float64(h.GetSampleCount())
+				out[mf.GetName()+"_sum"+labels] = h.GetSampleSum()
+				for _, b := range h.GetBucket() {
+					le := &dto.LabelPair{Name: ptr("le"), Value: ptr(fmt.Sprint(b.GetUpperBound()))}
+					out[mf.GetName()+"_bucket"+labelText(append(m.GetLabel(), le))] = float64(b.GetCumulativeCount())
+				}
+			}
+		}
+	}
+	return out
+}
+
+func ptr(s string) *string { return &s }
+
+// labelText formats labels as {a="x",b="y"}, sorted by name.
+func labelText(ls []*dto.LabelPair) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())
+	}
+	sort.Strings(parts)
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// The collector exposes the contract's names, types and labels with this
+// process's counters and the namespace's backlogs.
+func TestCollectorExposesTopicMetricsAndBacklogs(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, r *redis.Client) {
+		ctx := context.Background()
+		c, err := rmq.New(r, rmq.WithNamespace(namespace(t, r)), rmq.WithRetryBackoff(rmq.NoBackoff))
+		require.NoError(t, err)
+		for _, tp := range []rmq.Topic{{Name: "fixed", SlotAmount: 4, Type: rmq.FixedTime},
+			{Name: "merge", SlotAmount: 2, Type: rmq.RangeMerge}, {Name: "prio", SlotAmount: 2, Type: rmq.Priority}} {
+			require.NoError(t, c.DefineTopic(ctx, tp))
+		}
+		calls := make(chan string, 100)
+		require.NoError(t, c.Subscribe("fixed", rmq.ListenerFunc(func(_ context.Context, m *rmq.Message) error {
+			calls <- string(m.Content)
+			if string(m.Content) == "bad" {
+				return errors.New("always fails")
+			}
+			return nil
+		})))
+		done := make(chan error, 1)
+		go func() { done <- c.Start(ctx) }()
+		t.Cleanup(func() {
+			require.NoError(t, c.Close(context.Background()))
+			require.NoError(t, <-done)
+		})
+		p := c.Producer()
+		due := time.Now().Add(30 * time.Millisecond)
+		for _, s := range []string{"a", "b", "c", "bad"} {
+			require.NoError(t, p.Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte(s), FixedTime: due}))
+		}
+		require.NoError(t, p.Send(ctx, rmq.RangeMergeMessage{Topic: "merge", Content: []byte("m"), TimeRange: time.Millisecond}))
+		require.NoError(t, p.SendBatch(ctx, rmq.PriorityMessage{Topic: "prio", Content: []byte("x"), Priority: 20},
+			rmq.PriorityMessage{Topic: "prio", Content: []byte("y"), Priority: 30}))
+
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(rmqprom.NewCollector(c))
+		var s map[string]float64
+		require.Eventually(t, func() bool {
+			s = gather(t, reg)
+			return s[`rmq_dead_total{topic="fixed"}`] == 1 && s[`rmq_owned_slots{topic="fixed"}`] == 4 &&
+				s[`rmq_backlog_messages{state="dead",topic="fixed"}`] == 1
+		}, 20*time.Second, 50*time.Millisecond, "the bad message did not die")
+		time.Sleep(1100 * time.Millisecond) // past the backlog cache, for the merge message's age
+		s = gather(t, reg)
+
+		for topic, n := range map[string]float64{"fixed": 4, "merge": 1, "prio": 2} {
+			assert.Equal(t, n, s[`rmq_messages_sent_total{topic="`+topic+`"}`], topic)
+		}
+		assert.Equal(t, 3.0, s[`rmq_deliveries_total{outcome="commit",topic="fixed"}`])
+		assert.Equal(t, float64(1+rmq.MaxRetries), s[`rmq_deliveries_total{outcome="fail",topic="fixed"}`])
+		assert.Contains(t, s, `rmq_deliveries_total{outcome="not_owner",topic="fixed"}`)
+		assert.Contains(t, s, `rmq_deliveries_total{outcome="restored",topic="fixed"}`)
+		assert.Equal(t, float64(rmq.MaxRetries), s[`rmq_redeliveries_total{topic="fixed"}`])
+		assert.Equal(t, 1.0, s[`rmq_dead_total{topic="fixed"}`])
+		assert.Equal(t, 4.0, s[`rmq_delivery_lateness_seconds_count{topic="fixed"}`], "first deliveries")
+		assert.Equal(t, float64(4+rmq.MaxRetries), s[`rmq_listener_duration_seconds_count{topic="fixed"}`])
+		assert.Equal(t, 4.0, s[`rmq_owned_slots{topic="fixed"}`])
+		assert.Equal(t, 0.0, s[`rmq_owned_slots{topic="prio"}`])
+		checkCumulative(t, s, "rmq_delivery_lateness_seconds", "fixed", rmq.LatenessBuckets)
+		checkCumulative(t, s, "rmq_listener_duration_seconds", "fixed", rmq.DurationBuckets)
+
+		backlog := func(topic, state string) float64 {
+			return s[`rmq_backlog_messages{state="`+state+`",topic="`+topic+`"}`]
+		}
+		assert.Equal(t, []float64{0, 0, 0, 1}, []float64{backlog("fixed", "store"), backlog("fixed", "retry"), backlog("fixed", "prepare"), backlog("fixed", "dead")})
+		assert.Equal(t, 1.0, backlog("merge", "store"))
+		assert.Equal(t, 2.0, backlog("prio", "store"))
+		assert.Greater(t, s[`rmq_oldest_due_age_seconds{topic="merge"}`], 1.0, "the merge message is due and never consumed")
+		assert.Equal(t, 0.0, s[`rmq_oldest_due_age_seconds{topic="prio"}`])
+		assert.Contains(t, s, `rmq_oldest_due_age_seconds{topic="fixed"}`)
+	})
+}
+
+// checkCumulative checks that a histogram's buckets are the given bounds,
+// non-decreasing, and at most its count.
+func checkCumulative(t *testing.T, s map[string]float64, name, topic string, bounds []float64) {
+	t.Helper()
+	prev := 0.0
+	for _, b := range bounds {
+		key := fmt.Sprintf(`%s_bucket{le="%s",topic="%s"}`, name, fmt.Sprint(b), topic)
+		v, ok := s[key]
+		require.True(t, ok, "missing %s", key)
+		assert.GreaterOrEqual(t, v, prev, key)
+		prev = v
+	}
+	assert.LessOrEqual(t, prev, s[name+`_count{topic="`+topic+`"}`])
+}
+
+// The metrics pass client_golang's linter (names, units, help).
+func TestCollectorPassesLint(t *testing.T) {
+	r := miniRedis(t)
+	c, err := rmq.New(r, rmq.WithNamespace("lint"))
+	require.NoError(t, err)
+	require.NoError(t, c.DefineTopic(context.Background(), rmq.Topic{Name: "t", SlotAmount: 2, Type: rmq.FixedTime}))
+	problems, err := testutil.CollectAndLint(rmqprom.NewCollector(c))
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+	assert.Equal(t, 8+2+4+1, testutil.CollectAndCount(rmqprom.NewCollector(c)),
+		"topic t's 8 counter and gauge series, 2 histograms, 4 backlog states, the oldest due age")
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A Redis that never answers costs a scrape at most the timeout: the
+// backlog is logged and left out, the process's counters still come.
+func TestCollectorBoundsAScrapeOfAHungRedis(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			conn, err := ln.Accept() // accept, never answer
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	r := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ReadTimeout: 10 * time.Second, MaxRetries: -1})
+	t.Cleanup(func() { r.Close() })
+	c, err := rmq.New(r, rmq.WithNamespace("hung"))
+	require.NoError(t, err)
+	var logs syncBuffer
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(rmqprom.NewCollector(c, rmqprom.WithTimeout(300*time.Millisecond),
+		rmqprom.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
+
+	start := time.Now()
+	s := gather(t, reg)
+	assert.Less(t, time.Since(start), 3*time.Second, "the scrape waited for the hung Redis")
+	assert.Empty(t, s, "no topic known, no backlog readable")
+	assert.Contains(t, logs.String(), "took longer than the timeout")
+
+	s = gather(t, reg)
+	assert.Empty(t, s)
+	assert.Contains(t, logs.String(), "still running", "a second scrape does not pile reads on the hung Redis")
+}
+
+// A Redis that fails is logged and left out; nothing panics.
+func TestCollectorLogsAndOmitsAFailingRedis(t *testing.T) {
+	r := miniRedis(t)
+	ctx := context.Background()
+	c, err := rmq.New(r, rmq.WithNamespace("failing"))
+	require.NoError(t, err)
+	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 2, Type: rmq.Priority}))
+	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("x"), Priority: 20}))
+	var logs syncBuffer
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(rmqprom.NewCollector(c, rmqprom.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
+	require.NoError(t, r.Close())
+
+	s := gather(t, reg)
+	assert.Equal(t, 1.0, s[`rmq_messages_sent_total{topic="t"}`])
+	assert.NotContains(t, s, `rmq_backlog_messages{state="store",topic="t"}`)
+	assert.Contains(t, logs.String(), "listing topics failed")
+}
+
+// Importing RMQ never links the Prometheus client (nor the browser test's
+// chromedp): this module is where it lives.
+func TestCoreModuleDoesNotDependOnPrometheus(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./...")
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "github.com/rmq-go/rmq\n")
+	for _, dep := range []string{"prometheus", "chromedp"} {
+		assert.NotContains(t, string(out), dep)
+	}
+}

@@ -1,0 +1,42 @@
+package rmqprom
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// descs are the descriptions of every metric the collector exposes; their
+// names and labels are the package's contract.
+type descs struct {
+	sent, deliveries, redeliveries, dead *prometheus.Desc
+	lateness, duration                   *prometheus.Desc
+	backlog, oldestDue, owned            *prometheus.Desc
+}
+
+func newDescs() descs {
+	topic := []string{"topic"}
+	return descs{
+		sent: prometheus.NewDesc("rmq_messages_sent_total",
+			"Messages this process stored with Send and SendBatch.", topic, nil),
+		deliveries: prometheus.NewDesc("rmq_deliveries_total",
+			"Messages this process's consumers settled, by outcome: commit (the listener returned nil), fail (an error or a panic: rolled back), not_owner (ErrNotOwner: handed back unchanged), restored (popped but handed back unstarted).",
+			[]string{"topic", "outcome"}, nil),
+		redeliveries: prometheus.NewDesc("rmq_redeliveries_total",
+			"Listener calls in this process for a message delivered before.", topic, nil),
+		dead: prometheus.NewDesc("rmq_dead_total",
+			"Messages that ran out of retries in this process's listeners.", topic, nil),
+		lateness: prometheus.NewDesc("rmq_delivery_lateness_seconds",
+			"Listener start minus due time, for first deliveries on RangeMerge and FixedTime topics in this process.", topic, nil),
+		duration: prometheus.NewDesc("rmq_listener_duration_seconds",
+			"How long this process's listener calls took.", topic, nil),
+		backlog: prometheus.NewDesc("rmq_backlog_messages",
+			"Messages the topic holds in Redis (every process of the namespace), by state: store (waiting or due), retry (waiting out a backoff), prepare (handed to a consumer), dead (out of retries).",
+			[]string{"topic", "state"}, nil),
+		oldestDue: prometheus.NewDesc("rmq_oldest_due_age_seconds",
+			"How long the earliest due time still in store has passed, by the Redis clock (0 when nothing stored is due; always 0 on Priority topics).", topic, nil),
+		owned: prometheus.NewDesc("rmq_owned_slots",
+			"Slots of the topic this process consumes now.", topic, nil),
+	}
+}
+
+// all returns every description.
+func (d *descs) all() []*prometheus.Desc {
+	return []*prometheus.Desc{d.sent, d.deliveries, d.redeliveries, d.dead, d.lateness, d.duration, d.backlog, d.oldestDue, d.owned}
+}
