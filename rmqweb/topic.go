@@ -1,0 +1,164 @@
+package rmqweb
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/rmq-go/rmq"
+)
+
+// Sizes of the topic page's lists.
+const (
+	slotsPerPage = 256
+	nextDueShown = 20
+	deadShown    = 100
+)
+
+// topicPage shows one topic.
+type topicPage struct {
+	page
+	Summary topicSummary
+	Heat    heatStrip
+	// Slots are the rows of the slot table, from SlotsFrom; PrevFrom and
+	// NextFrom page it (-1: no such page).
+	Slots              []slotRow
+	SlotsFrom, SlotsTo int
+	PrevFrom, NextFrom int
+	OwnersKnown        bool
+	// Slot is the slot whose next messages are listed: the one asked for,
+	// else the one with the most waiting.
+	Slot    int
+	NextDue []pendingRow
+	Dead    []deadRow
+	// DeadMore is true when the topic has more dead messages than listed.
+	DeadMore bool
+}
+
+// slotRow is one slot's line.
+type slotRow struct {
+	rmq.SlotStats
+	Waiting  int64
+	Assigned bool // a worker thread is assigned (Redis coordinator)
+	Worker   string
+	Thread   int
+	Holder   string
+	Selected bool
+}
+
+// pendingRow is a waiting message.
+type pendingRow struct {
+	Content     string
+	Due         time.Time
+	Priority    int64
+	RetriesLeft int
+	Retrying    bool
+}
+
+// deadRow is a dead message; Raw is its content in URL-safe base64, for the
+// forms that act on it.
+type deadRow struct {
+	Slot    int
+	Content string
+	Raw     string
+	Died    time.Time
+}
+
+// topicPage serves a topic's page: ?t=NAME[&slot=N][&from=N].
+func (s *server) topicPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	name := r.URL.Query().Get("t")
+	p := topicPage{page: s.page(w, r, "")}
+	p.Notice = notice(r)
+	topics, err := s.c.Topics(ctx)
+	if err != nil {
+		p.Errors = append(p.Errors, s.readFailed("the topics", err))
+		s.render(w, r, http.StatusInternalServerError, "error", errorPage{page: p.page, Status: 500, StatusText: "Redis error"})
+		return
+	}
+	var topic *rmq.Topic
+	for i := range topics {
+		if topics[i].Name == name {
+			topic = &topics[i]
+		}
+	}
+	if topic == nil {
+		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("no topic %q in namespace %q", name, s.c.Namespace()))
+		return
+	}
+	var errs []string
+	p.Summary, errs = s.summary(ctx, *topic)
+	p.Errors = append(p.Errors, errs...)
+	p.fillSlots(s, r, *topic)
+	if next, err := s.c.NextDue(ctx, name, p.Slot, nextDueShown); err != nil {
+		p.Errors = append(p.Errors, s.readFailed(fmt.Sprintf("the next messages of slot %d", p.Slot), err))
+	} else {
+		for _, m := range next {
+			p.NextDue = append(p.NextDue, pendingRow{Content: printable(m.Content), Due: m.Due, Priority: m.Priority,
+				RetriesLeft: m.RetriesLeft, Retrying: m.Retrying})
+		}
+	}
+	if dead, err := s.c.DeadMessages(ctx, name, deadShown); err != nil {
+		p.Errors = append(p.Errors, s.readFailed("the dead messages", err))
+	} else {
+		for _, d := range dead {
+			p.Dead = append(p.Dead, deadRow{Slot: d.Slot, Content: printable(d.Content),
+				Raw: base64.RawURLEncoding.EncodeToString(d.Content), Died: d.Died})
+		}
+		p.DeadMore = int64(len(dead)) < p.Summary.Backlog.Dead
+	}
+	s.render(w, r, http.StatusOK, "topic", p)
+}
+
+// fillSlots fills the heat strip, the slot table's window and the slot
+// whose next messages are listed.
+func (p *topicPage) fillSlots(s *server, r *http.Request, t rmq.Topic) {
+	q := r.URL.Query()
+	b := p.Summary.Backlog
+	waiting := make([]int64, t.SlotAmount)
+	for i, st := range b.Slots {
+		if i < len(waiting) {
+			waiting[i] = st.Store + st.Retry
+		}
+	}
+	p.Heat = newHeatStrip(waiting)
+	p.Slot = 0
+	for i, n := range waiting {
+		if n > waiting[p.Slot] {
+			p.Slot = i
+		}
+	}
+	if n, err := strconv.Atoi(q.Get("slot")); err == nil && n >= 0 && n < t.SlotAmount {
+		p.Slot = n
+	}
+	from := p.Slot / slotsPerPage * slotsPerPage
+	if n, err := strconv.Atoi(q.Get("from")); err == nil && n >= 0 && n < t.SlotAmount {
+		from = n / slotsPerPage * slotsPerPage
+	}
+	to := min(from+slotsPerPage, t.SlotAmount)
+	p.SlotsFrom, p.SlotsTo, p.PrevFrom, p.NextFrom = from, to-1, -1, -1
+	if from > 0 {
+		p.PrevFrom = from - slotsPerPage
+	}
+	if to < t.SlotAmount {
+		p.NextFrom = to
+	}
+	owners, err := s.c.Owners(r.Context(), t.Name)
+	if err != nil {
+		p.Errors = append(p.Errors, s.readFailed("the slot owners", err))
+	}
+	p.OwnersKnown = err == nil
+	for i := from; i < to; i++ {
+		row := slotRow{SlotStats: rmq.SlotStats{Slot: i}, Waiting: waiting[i], Selected: i == p.Slot}
+		if i < len(b.Slots) {
+			row.SlotStats = b.Slots[i]
+		}
+		if i < len(owners) {
+			o := owners[i]
+			row.Assigned, row.Worker, row.Thread, row.Holder = o.Worker != "", o.Worker, o.Thread, o.Holder
+		}
+		p.Slots = append(p.Slots, row)
+	}
+}

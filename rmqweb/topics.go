@@ -1,0 +1,125 @@
+package rmqweb
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rmq-go/rmq"
+)
+
+// topicsPage lists every topic of the namespace.
+type topicsPage struct {
+	page
+	Topics []topicSummary
+}
+
+// topicSummary is one topic's line on the topics page (and the head of its
+// own page).
+type topicSummary struct {
+	rmq.Topic
+	Backlog    rmq.Backlog
+	BacklogErr string
+	Traffic    traffic
+}
+
+// traffic is what every process of the namespace reported for a topic over
+// the last minutes.
+type traffic struct {
+	Known     bool    // the shared metrics were read
+	PerSecond float64 // deliveries per second over the last full minute (or the current one)
+	Chart     barChart
+	// Lateness percentiles over the minutes shown; Late is false without
+	// observations (no first delivery of a time topic in that time).
+	Late          bool
+	P50, P90, P99 time.Duration
+}
+
+// topicsPage serves the topics page.
+func (s *server) topicsPage(w http.ResponseWriter, r *http.Request) {
+	p := topicsPage{page: s.page(w, r, "topics")}
+	p.Notice = notice(r)
+	ctx := r.Context()
+	topics, err := s.c.Topics(ctx)
+	if err != nil {
+		p.Errors = append(p.Errors, s.readFailed("the topics", err))
+		s.render(w, r, http.StatusInternalServerError, "topics", p)
+		return
+	}
+	for _, t := range topics {
+		sum, errs := s.summary(ctx, t)
+		p.Topics = append(p.Topics, sum)
+		p.Errors = append(p.Errors, errs...)
+	}
+	s.render(w, r, http.StatusOK, "topics", p)
+}
+
+// summary reads a topic's backlog and traffic; what fails is reported and
+// left blank.
+func (s *server) summary(ctx context.Context, t rmq.Topic) (topicSummary, []string) {
+	sum := topicSummary{Topic: t}
+	var errs []string
+	b, err := s.c.Backlog(ctx, t.Name)
+	if err != nil {
+		sum.BacklogErr = "unreadable"
+		errs = append(errs, s.readFailed(fmt.Sprintf("the backlog of %q", t.Name), err))
+	}
+	sum.Backlog = b
+	_, minutes, err := s.c.NamespaceMetrics(ctx, t.Name, s.opts.Minutes)
+	if err != nil {
+		errs = append(errs, s.readFailed(fmt.Sprintf("the metrics of %q", t.Name), err))
+		return sum, errs
+	}
+	sum.Traffic = newTraffic(minutes, time.Now())
+	return sum, errs
+}
+
+// newTraffic sums per-minute metrics (oldest first, the current minute
+// last) into rates, a chart of deliveries per second and lateness
+// percentiles.
+func newTraffic(minutes []rmq.MinuteMetrics, now time.Time) traffic {
+	tr := traffic{Known: true}
+	values := make([]float64, len(minutes))
+	titles := make([]string, len(minutes))
+	var late rmq.Histogram
+	for i, m := range minutes {
+		secs := 60.0
+		if i == len(minutes)-1 { // the current minute, so far
+			secs = max(now.Sub(m.Minute).Seconds(), 1)
+		}
+		values[i] = float64(m.Delivered) / secs
+		titles[i] = fmt.Sprintf("%s UTC: %s delivered/s, %s sent, %s failed", m.Minute.UTC().Format("15:04"),
+			rate(values[i]), count(m.Sent), count(m.Failed))
+		late = addHistogram(late, m.Lateness)
+	}
+	switch n := len(values); {
+	case n >= 2 && now.Sub(minutes[n-1].Minute) < 10*time.Second:
+		tr.PerSecond = values[n-2] // the current minute has barely begun
+	case n >= 1:
+		tr.PerSecond = values[n-1]
+	}
+	peak := 0.0
+	for _, v := range values {
+		peak = max(peak, v)
+	}
+	tr.Chart = newBarChart(values, titles, rate(peak)+"/s")
+	if late.Count > 0 {
+		tr.Late = true
+		tr.P50, tr.P90, tr.P99 = late.Quantile(0.5), late.Quantile(0.9), late.Quantile(0.99)
+	}
+	return tr
+}
+
+// addHistogram returns the bucket-wise sum of a and b (same bounds).
+func addHistogram(a, b rmq.Histogram) rmq.Histogram {
+	if a.Counts == nil {
+		a = rmq.Histogram{Bounds: b.Bounds, Counts: make([]uint64, len(b.Counts))}
+	}
+	for i := range min(len(a.Counts), len(b.Counts)) {
+		a.Counts[i] += b.Counts[i]
+	}
+	a.Count += b.Count
+	a.Sum += b.Sum
+	return a
+}
