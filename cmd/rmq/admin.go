@@ -40,53 +40,6 @@ func setupTopics(fs *flag.FlagSet) runFunc {
 	}
 }
 
-// setupStats defines "rmq stats TOPIC".
-func setupStats(fs *flag.FlagSet) runFunc {
-	af := addAdminFlags(fs)
-	all := fs.Bool("all", false, "list every slot, not only the non-empty ones")
-	return func(ctx context.Context, e *env, args []string) error {
-		topic, err := topicArg(args, false)
-		if err != nil {
-			return err
-		}
-		c, done, err := af.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
-		st, err := c.Stats(ctx, topic)
-		if err != nil {
-			return err
-		}
-		printStats(e.out, c.Namespace(), st, *all)
-		return nil
-	}
-}
-
-// printStats prints the totals of st and a table of its slots (the
-// non-empty ones unless all).
-func printStats(p *printer, namespace string, st rmq.Stats, all bool) {
-	p.printf("topic %s (namespace %s, %d slots)\n", st.Topic, namespace, len(st.Slots))
-	p.table(nil, [][]string{
-		{"store", itoa(st.Store), "waiting to be due, or due and not yet popped"},
-		{"retry", itoa(st.Retry), "failed, waiting out a retry backoff"},
-		{"prepare", itoa(st.Prepare), "handed to a consumer, not yet settled"},
-		{"dead", itoa(st.Dead), "out of retries"},
-	})
-	var rows [][]string
-	for _, s := range st.Slots {
-		if all || s.Store+s.Retry+s.Prepare+s.Dead > 0 {
-			rows = append(rows, []string{itoa(int64(s.Slot)), itoa(s.Store), itoa(s.Retry), itoa(s.Prepare), itoa(s.Dead)})
-		}
-	}
-	p.printf("\n")
-	if len(rows) == 0 {
-		p.printf("every slot is empty\n")
-		return
-	}
-	p.table([]string{"SLOT", "STORE", "RETRY", "PREPARE", "DEAD"}, rows)
-}
-
 // setupDead defines "rmq dead TOPIC".
 func setupDead(fs *flag.FlagSet) runFunc {
 	af := addAdminFlags(fs)
@@ -146,7 +99,9 @@ func setupRequeue(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer done()
-		n, err := c.RequeueDead(ctx, topic, contents...)
+		line := newProgressLine(e.stderr, "requeued")
+		n, err := c.RequeueDeadProgress(ctx, topic, line.update, contents...)
+		line.finish()
 		if err != nil {
 			return err
 		}
@@ -184,7 +139,9 @@ func setupPurge(fs *flag.FlagSet) runFunc {
 				return errors.New("purge cancelled; nothing deleted")
 			}
 		}
-		n, err := c.PurgeDead(ctx, topic)
+		line := newProgressLine(e.stderr, "purged")
+		n, err := c.PurgeDeadProgress(ctx, topic, line.update)
+		line.finish()
 		if err != nil {
 			return err
 		}

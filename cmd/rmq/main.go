@@ -8,6 +8,7 @@
 //	rmq dead [flags] [-limit N] TOPIC
 //	rmq requeue [flags] TOPIC [CONTENT…]
 //	rmq purge [flags] [-yes] TOPIC
+//	rmq web [flags] [-listen 127.0.0.1:8080] [-allow-write] [-token T] [-title T]
 //	rmq workers [flags] [-zk HOST:PORT[,…] [-zk-root PATH]]
 //	rmq assignment [flags] [-zk …] TOPIC
 //	rmq help [SUBCOMMAND]
@@ -21,6 +22,17 @@
 // The other subcommands inspect and repair the topics of one namespace of a
 // real Redis (default 127.0.0.1:6379, namespace "rmq"). Several -redis
 // addresses, or -cluster, mean a Redis Cluster.
+//
+// "stats" also shows the oldest due age and the lateness percentiles (p50,
+// p90, p99) of the last five minutes and of all time, summed over every
+// process of the namespace. "requeue" and "purge" show their progress on a
+// line rewritten in place when stderr is a terminal, and print a summary.
+//
+// "web" serves the dashboard of package rmqweb: the topics, each topic's
+// slots, next messages due and dead messages, and the workers. It binds
+// 127.0.0.1:8080 unless -listen says otherwise and is read-only unless
+// -allow-write; -token (or $RMQ_WEB_TOKEN) requires a bearer token, and
+// -allow-write on a non-loopback address is refused without one.
 //
 // "workers" and "assignment" read the coordinator's state: the processes
 // consuming the namespace (with the coordinator each runs, its threads,
@@ -84,10 +96,11 @@ type runFunc func(ctx context.Context, e *env, args []string) error
 var commands = []command{
 	{name: "demo", summary: "run a self-contained demo scenario (in-process Redis unless -redis)", setup: setupDemo},
 	{name: "topics", summary: "list the topics of a namespace", setup: setupTopics},
-	{name: "stats", synopsis: "TOPIC", summary: "show message counts of a topic, per slot", setup: setupStats},
+	{name: "stats", synopsis: "TOPIC", summary: "show message counts per slot, oldest due age and lateness of a topic", setup: setupStats},
 	{name: "dead", synopsis: "TOPIC", summary: "list the dead messages of a topic", setup: setupDead},
 	{name: "requeue", synopsis: "TOPIC [CONTENT…]", summary: "move dead messages back to pending with fresh retries", setup: setupRequeue},
 	{name: "purge", synopsis: "TOPIC", summary: "delete the dead messages of a topic", setup: setupPurge},
+	{name: "web", summary: "serve the web dashboard of a namespace (read-only unless -allow-write)", setup: setupWeb},
 	{name: "workers", summary: "list the processes consuming a namespace, and their coordinator", setup: setupWorkers},
 	{name: "assignment", synopsis: "TOPIC", summary: "show which worker thread owns each slot of a topic", setup: setupAssignment},
 }
