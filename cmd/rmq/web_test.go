@@ -46,7 +46,9 @@ func startWeb(t *testing.T, args ...string) (string, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errs lockedBuffer
 	code := make(chan int, 1)
-	go func() { code <- run(ctx, append([]string{"web", "-listen", "127.0.0.1:0"}, args...), strings.NewReader(""), &out, &errs) }()
+	go func() {
+		code <- run(ctx, append([]string{"web", "-listen", "127.0.0.1:0"}, args...), strings.NewReader(""), &out, &errs)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
