@@ -32,7 +32,7 @@ func TestPagesShowTheNamespace(t *testing.T) {
 			assert.Contains(t, page, `href="topic?t=`+name+`"`)
 		}
 		assert.Regexp(t, `(?s)topic\?t=orders".*?<td>Priority</td>\s*<td class="num">8</td>\s*<td class="num">3</td>`, page)
-		assert.Regexp(t, `(?s)topic\?t=renders".*?<td class="num dead">2</td>`, page)
+		assert.Regexp(t, `(?s)topic\?t=renders".*?<td class="num has-dead">2</td>`, page)
 		assert.Contains(t, page, `<svg class="chart"`)
 		checkLinks(t, hc, base, page)
 

@@ -12,6 +12,7 @@ import (
 // barChart is a small SVG bar chart, one bar per minute.
 type barChart struct {
 	Width, Height int
+	Base          int // the baseline's y, under the bars
 	Bars          []chartBar
 	Top           string // the value the full height stands for
 }
@@ -32,7 +33,7 @@ const (
 // newBarChart draws values (oldest first) scaled to the largest; titles
 // label them.
 func newBarChart(values []float64, titles []string, top string) barChart {
-	c := barChart{Width: len(values) * (chartBarWidth + chartGap), Height: chartHeight, Top: top}
+	c := barChart{Width: len(values) * (chartBarWidth + chartGap), Height: chartHeight + 1, Base: chartHeight, Top: top}
 	peak := 0.0
 	for _, v := range values {
 		peak = math.Max(peak, v)
@@ -70,7 +71,7 @@ type heatCell struct {
 const (
 	heatMaxCells = 1024 // larger topics group slots into this many cells
 	heatPerRow   = 64
-	heatCellSize = 12
+	heatCellSize = 14
 	heatGap      = 1
 )
 

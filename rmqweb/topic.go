@@ -13,7 +13,7 @@ import (
 // Sizes of the topic page's lists.
 const (
 	slotsPerPage = 256
-	nextDueShown = 20
+	nextDueShown = 10
 	deadShown    = 100
 )
 
@@ -21,6 +21,9 @@ const (
 type topicPage struct {
 	page
 	Summary topicSummary
+	// TimeTopic is true for RangeMerge and FixedTime topics, whose
+	// messages have due times.
+	TimeTopic bool
 	Heat    heatStrip
 	// Slots are the rows of the slot table, from SlotsFrom; PrevFrom and
 	// NextFrom page it (-1: no such page).
@@ -90,6 +93,7 @@ func (s *server) topicPage(w http.ResponseWriter, r *http.Request) {
 	}
 	var errs []string
 	p.Summary, errs = s.summary(ctx, *topic)
+	p.TimeTopic = topic.Type != rmq.Priority
 	p.Errors = append(p.Errors, errs...)
 	p.fillSlots(s, r, *topic)
 	if next, err := s.c.NextDue(ctx, name, p.Slot, nextDueShown); err != nil {
