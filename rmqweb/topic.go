@@ -24,7 +24,7 @@ type topicPage struct {
 	// TimeTopic is true for RangeMerge and FixedTime topics, whose
 	// messages have due times.
 	TimeTopic bool
-	Heat    heatStrip
+	Heat      heatStrip
 	// Slots are the rows of the slot table, from SlotsFrom; PrevFrom and
 	// NextFrom page it (-1: no such page).
 	Slots              []slotRow
