@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The one command that runs every check and test of the project.
 #
-#   scripts/test.sh                    install missing servers, start real Redis, Redis Cluster
-#                                      and a ZooKeeper ensemble (scripts/servers.sh), then
-#                                      gofmt -l, go vet ./..., go test -race ./...
-#   scripts/test.sh -run TestFoo ./... same, but the arguments replace ./... for go test
-#   scripts/test.sh --short [ARGS]     no servers: gofmt, go vet, go test -short -race ./...
+#   scripts/test.sh                    install missing servers and chromium, start real Redis,
+#                                      Redis Cluster and a ZooKeeper ensemble (scripts/servers.sh),
+#                                      then gofmt -l, go vet ./..., go test -race ./..., and go vet
+#                                      and go test -race in each extra module (EXTRA_MODULES below)
+#   scripts/test.sh -run TestFoo ./... same, but the arguments replace ./... for go test of the
+#                                      core module, and the extra modules are left out
+#   scripts/test.sh --short [ARGS]     no servers: gofmt, go vet, go test -short -race ./..., and
+#                                      the extra modules with -short (what needs servers skips)
 #
 # With servers, RMQ_REQUIRE_SERVERS=1 is exported (and CI is passed through unchanged), so a
 # test whose server is missing fails instead of skipping. The servers live in a temporary
@@ -22,6 +25,10 @@ die() {
 	printf '==> ERROR: %s\n' "$*" >&2
 	exit 1
 }
+
+# Modules of their own inside the repository, tested after the core with the same servers:
+# they carry the dependencies the core must not (client_golang, chromedp).
+EXTRA_MODULES=(rmqprom rmqweb/browsertest)
 
 SHORT=0
 if [[ ${1:-} == --short ]]; then
@@ -57,10 +64,10 @@ print_times() {
 	printf '==> wall time per phase\n' >&2
 	for i in "${!PHASE_NAMES[@]}"; do
 		ms=${PHASE_MS[$i]}
-		printf '    %-14s %4d.%01d s\n' "${PHASE_NAMES[$i]}" $((ms / 1000)) $((ms % 1000 / 100)) >&2
+		printf '    %-20s %4d.%01d s\n' "${PHASE_NAMES[$i]}" $((ms / 1000)) $((ms % 1000 / 100)) >&2
 	done
 	ms=$(($(now_ms) - T_START))
-	printf '    %-14s %4d.%01d s\n' total $((ms / 1000)) $((ms % 1000 / 100)) >&2
+	printf '    %-20s %4d.%01d s\n' total $((ms / 1000)) $((ms % 1000 / 100)) >&2
 }
 
 # --- dependencies ------------------------------------------------------------------------
@@ -73,6 +80,8 @@ install_missing() {
 		[[ -f /usr/share/java/zookeeper.jar && -f /usr/share/java/zookeeper-jute.jar &&
 			-f /usr/share/java/slf4j-api.jar ]] || pkgs+=(zookeeper)
 		command -v java >/dev/null 2>&1 || pkgs+=(default-jre-headless)
+		# the dashboard's browser test (rmqweb/browsertest) drives a headless Chromium
+		command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
 	fi
 	# -race needs cgo, hence a C compiler.
 	if ! command -v "$(go env CC 2>/dev/null || echo gcc)" >/dev/null 2>&1; then
@@ -161,4 +170,22 @@ else
 fi
 rc=0
 timed "go test" "${test_cmd[@]}" || rc=$?
+
+# module_check DIR: go vet and go test -race in the module at DIR, with the servers' environment.
+module_check() {
+	local dir=$1 short=()
+	if ((SHORT)); then short=(-short); fi
+	say "($dir) go vet ./..."
+	(cd "$ROOT/$dir" && go vet ./...) || return 1
+	say "($dir) go test ${short[*]} -race -count=1 ./..."
+	(cd "$ROOT/$dir" && go test "${short[@]}" -race -count=1 -timeout 5m ./...)
+}
+
+if ((${#args[@]} == 1)) && [[ ${args[0]} == ./... ]]; then
+	for mod in "${EXTRA_MODULES[@]}"; do
+		if ! timed "$mod" module_check "$mod"; then
+			((rc)) || rc=1
+		fi
+	done
+fi
 exit "$rc"
