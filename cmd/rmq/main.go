@@ -8,6 +8,10 @@
 //	rmq dead [flags] [-limit N] TOPIC
 //	rmq requeue [flags] TOPIC [CONTENT…]
 //	rmq purge [flags] [-yes] TOPIC
+//	rmq pause [flags] TOPIC
+//	rmq resume [flags] TOPIC
+//	rmq limit [flags] TOPIC RATE[/BURST]
+//	rmq delete [flags] [-force] [-yes] TOPIC
 //	rmq workers [flags] [-zk HOST:PORT[,…] [-zk-root PATH]]
 //	rmq assignment [flags] [-zk …] TOPIC
 //	rmq help [SUBCOMMAND]
@@ -88,6 +92,10 @@ var commands = []command{
 	{name: "dead", synopsis: "TOPIC", summary: "list the dead messages of a topic", setup: setupDead},
 	{name: "requeue", synopsis: "TOPIC [CONTENT…]", summary: "move dead messages back to pending with fresh retries", setup: setupRequeue},
 	{name: "purge", synopsis: "TOPIC", summary: "delete the dead messages of a topic", setup: setupPurge},
+	{name: "pause", synopsis: "TOPIC", summary: "stop every consumer of a topic from popping (sends go on)", setup: setupPause},
+	{name: "resume", synopsis: "TOPIC", summary: "undo pause", setup: setupResume},
+	{name: "limit", synopsis: "TOPIC RATE[/BURST]", summary: "bound how fast a topic is consumed across every process (0: unlimited)", setup: setupLimit},
+	{name: "delete", synopsis: "TOPIC", summary: "delete a topic and its keys (-force: with its messages)", setup: setupDelete},
 	{name: "workers", summary: "list the processes consuming a namespace, and their coordinator", setup: setupWorkers},
 	{name: "assignment", synopsis: "TOPIC", summary: "show which worker thread owns each slot of a topic", setup: setupAssignment},
 }
