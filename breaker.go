@@ -1,7 +1,9 @@
 package rmq
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -10,7 +12,9 @@ import (
 
 // Breaker is a subscription's adaptive protection: when the share of its
 // listener calls that fail, over the last breakerWindow, reaches
-// FailureRatio (with at least MinCalls calls in the window), this process
+// FailureRatio (with at least MinCalls calls in the window, and failures of
+// at least half as many distinct messages, so that a few poison messages
+// failing again and again reach the dead set as before), this process
 // stops consuming the topic (open) for OpenFor; then it lets one message at
 // a time through (half-open), and after breakerProbes successes in a row
 // consumes as before (closed), while a failure opens it again. Messages held
@@ -74,6 +78,9 @@ type breaker struct {
 	probing   bool // a half-open probe is in flight
 	successes int  // probes that succeeded in a row
 	buckets   [breakerBuckets]breakerBucket
+	failing   map[uint64]time.Time // distinct failed messages of the window, at most need
+	need      int                  // distinct failed messages that may open it
+	pruned    time.Time            // when failing last dropped what left the window
 
 	opened atomic.Int64 // times it opened
 	shown  atomic.Value // state, for metrics without the lock
@@ -86,7 +93,8 @@ type breakerBucket struct {
 }
 
 func newBreaker(cfg Breaker, topic string, log *slog.Logger) *breaker {
-	b := &breaker{cfg: cfg, topic: topic, log: log, state: BreakerClosed}
+	b := &breaker{cfg: cfg, topic: topic, log: log, state: BreakerClosed,
+		failing: make(map[uint64]time.Time), need: max(1, (cfg.MinCalls+1)/2)}
 	b.shown.Store(BreakerClosed)
 	return b
 }
@@ -125,8 +133,8 @@ func (b *breaker) probeDone() {
 	b.mu.Unlock()
 }
 
-// record counts one listener call's outcome.
-func (b *breaker) record(now time.Time, failed bool) {
+// record counts one listener call's outcome; id tells messages apart.
+func (b *breaker) record(now time.Time, failed bool, id uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.state == BreakerHalfOpen {
@@ -138,6 +146,7 @@ func (b *breaker) record(now time.Time, failed bool) {
 		if b.successes++; b.successes >= breakerProbes {
 			b.set(BreakerClosed, "probes succeeded")
 			b.buckets = [breakerBuckets]breakerBucket{}
+			clear(b.failing)
 		}
 		return
 	}
@@ -153,6 +162,7 @@ func (b *breaker) record(now time.Time, failed bool) {
 	bk.calls++
 	if failed {
 		bk.failures++
+		b.noteFailing(now, id)
 	}
 	calls, failures := 0, 0
 	for _, x := range b.buckets {
@@ -161,13 +171,45 @@ func (b *breaker) record(now time.Time, failed bool) {
 			failures += x.failures
 		}
 	}
-	if failed && calls >= b.cfg.MinCalls && float64(failures) >= b.cfg.FailureRatio*float64(calls) {
+	if failed && calls >= b.cfg.MinCalls && float64(failures) >= b.cfg.FailureRatio*float64(calls) && len(b.failing) >= b.need {
 		b.trip(now, fmt.Sprintf("%d of the last %d calls failed", failures, calls))
 	}
 }
 
+// noteFailing remembers a failed message (under mu). The set never holds more
+// than need messages: once full, the distinct-message condition is met.
+func (b *breaker) noteFailing(now time.Time, id uint64) {
+	if _, ok := b.failing[id]; ok || len(b.failing) < b.need {
+		b.failing[id] = now
+		return
+	}
+	if now.Sub(b.pruned) < breakerWindow/breakerBuckets {
+		return
+	}
+	b.pruned = now
+	for k, at := range b.failing {
+		if now.Sub(at) >= breakerWindow {
+			delete(b.failing, k)
+		}
+	}
+	if len(b.failing) < b.need {
+		b.failing[id] = now
+	}
+}
+
+// messageID tells messages apart for the breaker: slot and content.
+func messageID(m *Message) uint64 {
+	h := fnv.New64a()
+	var slot [4]byte
+	binary.BigEndian.PutUint32(slot[:], uint32(m.Slot))
+	h.Write(slot[:])
+	h.Write(m.Content)
+	return h.Sum64()
+}
+
 // trip opens the breaker (under mu).
 func (b *breaker) trip(now time.Time, why string) {
+	clear(b.failing)
 	b.openUntil = now.Add(b.cfg.OpenFor)
 	b.opened.Add(1)
 	b.set(BreakerOpen, why)

@@ -60,7 +60,11 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 		}
 		err := t.call(ctx, m, start)
 		if b := t.sub.flow.breaker; b != nil && !errors.Is(err, ErrNotOwner) {
-			b.record(time.Now(), err != nil)
+			var id uint64
+			if err != nil {
+				id = messageID(m)
+			}
+			b.record(time.Now(), err != nil, id)
 		}
 		action := rdb.Commit
 		switch {

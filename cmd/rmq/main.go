@@ -9,6 +9,10 @@
 //	rmq requeue [flags] TOPIC [CONTENT…]
 //	rmq purge [flags] [-yes] TOPIC
 //	rmq web [flags] [-listen 127.0.0.1:8080] [-allow-write] [-token T] [-title T]
+//	rmq pause [flags] TOPIC
+//	rmq resume [flags] TOPIC
+//	rmq limit [flags] TOPIC RATE[/BURST]
+//	rmq delete [flags] [-force] [-yes] TOPIC
 //	rmq workers [flags] [-zk HOST:PORT[,…] [-zk-root PATH]]
 //	rmq assignment [flags] [-zk …] TOPIC
 //	rmq help [SUBCOMMAND]
@@ -101,6 +105,10 @@ var commands = []command{
 	{name: "requeue", synopsis: "TOPIC [CONTENT…]", summary: "move dead messages back to pending with fresh retries", setup: setupRequeue},
 	{name: "purge", synopsis: "TOPIC", summary: "delete the dead messages of a topic", setup: setupPurge},
 	{name: "web", summary: "serve the web dashboard of a namespace (read-only unless -allow-write)", setup: setupWeb},
+	{name: "pause", synopsis: "TOPIC", summary: "stop every consumer of a topic from popping (sends go on)", setup: setupPause},
+	{name: "resume", synopsis: "TOPIC", summary: "undo pause", setup: setupResume},
+	{name: "limit", synopsis: "TOPIC RATE[/BURST]", summary: "bound how fast a topic is consumed across every process (0: unlimited)", setup: setupLimit},
+	{name: "delete", synopsis: "TOPIC", summary: "delete a topic and its keys (-force: with its messages)", setup: setupDelete},
 	{name: "workers", summary: "list the processes consuming a namespace, and their coordinator", setup: setupWorkers},
 	{name: "assignment", synopsis: "TOPIC", summary: "show which worker thread owns each slot of a topic", setup: setupAssignment},
 }

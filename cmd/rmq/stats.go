@@ -48,6 +48,11 @@ func setupStats(fs *flag.FlagSet) runFunc {
 // of st (the non-empty ones unless all).
 func printStats(p *printer, namespace string, st rmq.Stats, b rmq.Backlog, total rmq.TopicMetrics, minutes []rmq.MinuteMetrics, all bool) {
 	p.printf("topic %s (namespace %s, %d slots)\n", st.Topic, namespace, len(st.Slots))
+	state := "consuming"
+	if st.Paused {
+		state = "PAUSED"
+	}
+	p.printf("%s; rate limit %s\n", state, st.RateLimit)
 	p.table(nil, [][]string{
 		{"store", itoa(st.Store), "waiting to be due, or due and not yet popped"},
 		{"retry", itoa(st.Retry), "failed, waiting out a retry backoff"},

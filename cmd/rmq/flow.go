@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/rmq-go/rmq"
+)
+
+// setupPause defines "rmq pause TOPIC".
+func setupPause(fs *flag.FlagSet) runFunc {
+	af := addAdminFlags(fs)
+	return func(ctx context.Context, e *env, args []string) error {
+		topic, err := topicArg(args, false)
+		if err != nil {
+			return err
+		}
+		c, done, err := af.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if err := c.PauseTopic(ctx, topic); err != nil {
+			return err
+		}
+		e.out.printf("paused topic %s: its consumers stop popping within a second; sends go on\n", topic)
+		return nil
+	}
+}
+
+// setupResume defines "rmq resume TOPIC".
+func setupResume(fs *flag.FlagSet) runFunc {
+	af := addAdminFlags(fs)
+	return func(ctx context.Context, e *env, args []string) error {
+		topic, err := topicArg(args, false)
+		if err != nil {
+			return err
+		}
+		c, done, err := af.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if err := c.ResumeTopic(ctx, topic); err != nil {
+			return err
+		}
+		e.out.printf("resumed topic %s\n", topic)
+		return nil
+	}
+}
+
+// setupLimit defines "rmq limit TOPIC RATE[/BURST]".
+func setupLimit(fs *flag.FlagSet) runFunc {
+	af := addAdminFlags(fs)
+	return func(ctx context.Context, e *env, args []string) error {
+		if len(args) != 2 {
+			return usagef("want TOPIC and RATE[/BURST] (RATE 0 or \"off\": unlimited)")
+		}
+		limit, err := parseLimit(args[1])
+		if err != nil {
+			return err
+		}
+		c, done, err := af.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if err := c.SetRateLimit(ctx, args[0], limit); err != nil {
+			if errors.Is(err, rmq.ErrInvalidRateLimit) {
+				return usagef("%s", strings.TrimPrefix(err.Error(), "rmq: "))
+			}
+			return err
+		}
+		e.out.printf("topic %s: rate limit %s, across every consumer of the namespace\n", args[0], limit)
+		return nil
+	}
+}
+
+// parseLimit reads RATE[/BURST]; the burst defaults to the rate (at least 1),
+// and 0 or "off" means unlimited.
+func parseLimit(s string) (rmq.RateLimit, error) {
+	if s == "off" || s == "0" {
+		return rmq.RateLimit{}, nil
+	}
+	rate, burst, hasBurst := strings.Cut(s, "/")
+	r, err := strconv.ParseFloat(rate, 64)
+	if err != nil {
+		return rmq.RateLimit{}, usagef("rate %q is not a number", rate)
+	}
+	l := rmq.RateLimit{PerSecond: r, Burst: max(1, int(r))}
+	if hasBurst {
+		if l.Burst, err = strconv.Atoi(burst); err != nil {
+			return rmq.RateLimit{}, usagef("burst %q is not a whole number", burst)
+		}
+	}
+	return l, nil
+}
+
+// setupDelete defines "rmq delete TOPIC".
+func setupDelete(fs *flag.FlagSet) runFunc {
+	af := addAdminFlags(fs)
+	force := fs.Bool("force", false, "delete the topic even with messages in it, and them with it")
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	return func(ctx context.Context, e *env, args []string) error {
+		topic, err := topicArg(args, false)
+		if err != nil {
+			return err
+		}
+		c, done, err := af.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if !*yes {
+			st, err := c.Stats(ctx, topic)
+			if err != nil {
+				return err
+			}
+			what := "it is empty"
+			if n := st.Pending() + st.Prepare + st.Dead; n > 0 {
+				what = fmt.Sprintf("it holds %s", plural(n, "message"))
+			}
+			fmt.Fprintf(e.stderr, "Delete topic %s of namespace %s (%s)? [y/N] ", topic, c.Namespace(), what)
+			if !confirmed(e) {
+				return errors.New("delete cancelled; nothing deleted")
+			}
+		}
+		var opts []rmq.DeleteOption
+		if *force {
+			opts = append(opts, rmq.Force())
+		}
+		if err := c.DeleteTopic(ctx, topic, opts...); err != nil {
+			if errors.Is(err, rmq.ErrTopicNotEmpty) {
+				return fmt.Errorf("%w (use -force)", err)
+			}
+			return err
+		}
+		e.out.printf("deleted topic %s\n", topic)
+		return nil
+	}
+}
