@@ -54,6 +54,29 @@ func (c *Client) setControl(ctx context.Context, topic, field, value string) err
 	return nil
 }
 
+// FlowControl is a topic's pause and rate limit, as stored in Redis.
+type FlowControl struct {
+	Paused    bool
+	RateLimit RateLimit // zero: unlimited
+}
+
+// FlowControls returns the pause and rate limit of every topic of the
+// namespace that has either (one read, O(topics)); a topic left out is
+// consuming without a limit.
+func (c *Client) FlowControls(ctx context.Context) (map[string]FlowControl, error) {
+	controls, err := c.loadControls(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rmq: flow control: %w", err)
+	}
+	out := make(map[string]FlowControl, len(controls))
+	for t, tc := range controls {
+		if tc.paused || tc.limit != (RateLimit{}) {
+			out[t] = FlowControl{Paused: tc.paused, RateLimit: tc.limit}
+		}
+	}
+	return out, nil
+}
+
 // topicControl is a topic's flow control as stored.
 type topicControl struct {
 	paused bool

@@ -25,12 +25,16 @@ type MinuteMetrics struct {
 	Minute                             time.Time
 	Sent, Delivered, Committed, Failed int64
 	Lateness                           Histogram
+	// BreakerOpened counts the times a process's breaker opened; HeldBack
+	// the times a due slot was held back, by reason (as in TopicMetrics).
+	BreakerOpened int64
+	HeldBack      map[string]int64
 }
 
 // NamespaceMetrics returns topic's metrics summed over every process of the
 // namespace since it began (as flushed: up to a few seconds behind), and
 // per minute for the last minutes (oldest first, the current minute last).
-// OwnedSlots is not set.
+// OwnedSlots and Breaker (a process's own state) are not set.
 func (c *Client) NamespaceMetrics(ctx context.Context, topic string, minutes int) (TopicMetrics, []MinuteMetrics, error) {
 	t, err := c.lookupTopic(ctx, topic)
 	if err != nil {
@@ -45,13 +49,27 @@ func (c *Client) NamespaceMetrics(ctx context.Context, topic string, minutes int
 	m := TopicMetrics{Topic: t.Name, Type: t.Type, Sent: total["sent"], Delivered: total["delivered"],
 		Redelivered: total["redelivered"], Committed: total["committed"], Failed: total["failed"],
 		NotOwner: total["not_owner"], Restored: total["restored"], Dead: total["dead"],
-		Lateness: histogramOf(total, "lateness", LatenessBuckets), ListenerDuration: histogramOf(total, "duration", DurationBuckets)}
+		Lateness: histogramOf(total, "lateness", LatenessBuckets), ListenerDuration: histogramOf(total, "duration", DurationBuckets),
+		BreakerOpened: total["breaker_opened"], HeldBack: heldBackOf(total)}
 	out := make([]MinuteMetrics, len(perMinute))
 	for i, f := range perMinute {
 		out[i] = MinuteMetrics{Minute: time.Unix((from+int64(i))*60, 0), Sent: f["sent"], Delivered: f["delivered"],
-			Committed: f["committed"], Failed: f["failed"], Lateness: histogramOf(f, "lateness", LatenessBuckets)}
+			Committed: f["committed"], Failed: f["failed"], Lateness: histogramOf(f, "lateness", LatenessBuckets),
+			BreakerOpened: f["breaker_opened"], HeldBack: heldBackOf(f)}
 	}
 	return m, out, nil
+}
+
+// heldBackReasons are TopicMetrics.HeldBack's keys.
+var heldBackReasons = []string{"pause", "limit", "breaker"}
+
+// heldBackOf reads the held-back counts from shared metric fields.
+func heldBackOf(f map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(heldBackReasons))
+	for _, r := range heldBackReasons {
+		out[r] = f["held_"+r]
+	}
+	return out
 }
 
 // histogramOf reads a histogram from shared metric fields.
@@ -161,6 +179,10 @@ func deltaFields(old, m TopicMetrics) map[string]int64 {
 	add("not_owner", m.NotOwner-old.NotOwner)
 	add("restored", m.Restored-old.Restored)
 	add("dead", m.Dead-old.Dead)
+	add("breaker_opened", m.BreakerOpened-old.BreakerOpened)
+	for _, r := range heldBackReasons {
+		add("held_"+r, m.HeldBack[r]-old.HeldBack[r])
+	}
 	addHistogram := func(name string, h, o Histogram) {
 		for i := range h.Counts {
 			var before uint64

@@ -105,6 +105,17 @@ func (col *Collector) collectTopic(ch chan<- prometheus.Metric, m rmq.TopicMetri
 	ch <- constHistogram(d.lateness, m.Lateness, t)
 	ch <- constHistogram(d.duration, m.ListenerDuration, t)
 	ch <- prometheus.MustNewConstMetric(d.owned, prometheus.GaugeValue, float64(m.OwnedSlots), t)
+	for _, st := range []string{rmq.BreakerClosed, rmq.BreakerOpen, rmq.BreakerHalfOpen, rmq.BreakerOff} {
+		v := 0.0
+		if st == m.Breaker {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(d.breaker, prometheus.GaugeValue, v, t, st)
+	}
+	counter(d.breakerOpened, m.BreakerOpened, t)
+	for _, r := range []string{"pause", "limit", "breaker"} {
+		counter(d.heldBack, m.HeldBack[r], t, r)
+	}
 }
 
 // constHistogram turns h (per-bucket counts) into a const histogram with
@@ -133,7 +144,7 @@ func (col *Collector) collectBacklogs(ch chan<- prometheus.Metric) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), col.timeout)
-	backlogs := make(chan rmq.Backlog)
+	backlogs := make(chan topicState)
 	go func() {
 		defer col.reading.Store(false)
 		defer cancel()
@@ -143,10 +154,11 @@ func (col *Collector) collectBacklogs(ch chan<- prometheus.Metric) {
 	d := &col.d
 	for {
 		select {
-		case b, ok := <-backlogs:
+		case ts, ok := <-backlogs:
 			if !ok {
 				return
 			}
+			b := ts.backlog
 			for _, s := range []struct {
 				state string
 				n     int64
@@ -154,6 +166,14 @@ func (col *Collector) collectBacklogs(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(d.backlog, prometheus.GaugeValue, float64(s.n), b.Topic, s.state)
 			}
 			ch <- prometheus.MustNewConstMetric(d.oldestDue, prometheus.GaugeValue, b.OldestDueAge.Seconds(), b.Topic)
+			if ts.flowKnown {
+				paused := 0.0
+				if ts.flow.Paused {
+					paused = 1
+				}
+				ch <- prometheus.MustNewConstMetric(d.paused, prometheus.GaugeValue, paused, b.Topic)
+				ch <- prometheus.MustNewConstMetric(d.rateLimit, prometheus.GaugeValue, ts.flow.RateLimit.PerSecond, b.Topic)
+			}
 		case <-ctx.Done():
 			col.log.Warn("rmqprom: reading backlogs took longer than the timeout; the rest are left out of this scrape", "timeout", col.timeout)
 			return
@@ -161,13 +181,24 @@ func (col *Collector) collectBacklogs(ch chan<- prometheus.Metric) {
 	}
 }
 
-// readBacklogs sends the backlog of every topic of the namespace to out,
-// until ctx ends.
-func (col *Collector) readBacklogs(ctx context.Context, out chan<- rmq.Backlog) {
+// topicState is what a scrape reads from Redis for one topic.
+type topicState struct {
+	backlog   rmq.Backlog
+	flow      rmq.FlowControl
+	flowKnown bool
+}
+
+// readBacklogs sends the backlog and flow control of every topic of the
+// namespace to out, until ctx ends.
+func (col *Collector) readBacklogs(ctx context.Context, out chan<- topicState) {
 	topics, err := col.c.Topics(ctx)
 	if err != nil {
 		col.log.Warn("rmqprom: listing topics failed; no backlog gauges in this scrape", "err", err)
 		return
+	}
+	flows, ferr := col.c.FlowControls(ctx)
+	if ferr != nil && ctx.Err() == nil {
+		col.log.Warn("rmqprom: reading flow control failed; no pause or rate limit gauges in this scrape", "err", err)
 	}
 	for _, t := range topics {
 		b, err := col.c.Backlog(ctx, t.Name)
@@ -178,7 +209,7 @@ func (col *Collector) readBacklogs(ctx context.Context, out chan<- rmq.Backlog) 
 			continue
 		}
 		select {
-		case out <- b:
+		case out <- topicState{backlog: b, flow: flows[t.Name], flowKnown: ferr == nil}:
 		case <-ctx.Done():
 			return
 		}

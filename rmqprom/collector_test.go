@@ -164,8 +164,9 @@ func TestCollectorPassesLint(t *testing.T) {
 	problems, err := testutil.CollectAndLint(rmqprom.NewCollector(c))
 	require.NoError(t, err)
 	assert.Empty(t, problems)
-	assert.Equal(t, 8+2+4+1, testutil.CollectAndCount(rmqprom.NewCollector(c)),
-		"topic t's 8 counter and gauge series, 2 histograms, 4 backlog states, the oldest due age")
+	assert.Equal(t, 8+4+1+3+2+4+1+2, testutil.CollectAndCount(rmqprom.NewCollector(c)),
+		"topic t's 8 counter and gauge series, 4 breaker states, breaker openings, 3 held-back reasons, 2 histograms, "+
+			"4 backlog states, the oldest due age, paused and rate limit")
 }
 
 // syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
@@ -262,4 +263,51 @@ func TestCoreModuleDoesNotDependOnPrometheus(t *testing.T) {
 	for _, dep := range []string{"prometheus", "chromedp"} {
 		assert.NotContains(t, string(out), dep)
 	}
+}
+
+// The collector exposes the topic's pause and rate limit (namespace-wide),
+// this process's breaker state and what it held back.
+func TestCollectorExposesFlowControl(t *testing.T) {
+	forEachRedis(t, func(t *testing.T, r *redis.Client) {
+		ctx := context.Background()
+		c, err := rmq.New(r, rmq.WithNamespace(namespace(t, r)), rmq.WithRetryBackoff(rmq.NoBackoff))
+		require.NoError(t, err)
+		require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "p", SlotAmount: 2, Type: rmq.Priority}))
+		require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "q", SlotAmount: 2, Type: rmq.Priority}))
+		require.NoError(t, c.Subscribe("p", rmq.ListenerFunc(func(context.Context, *rmq.Message) error {
+			return errors.New("down")
+		}), rmq.WithBreaker(rmq.Breaker{FailureRatio: 0.5, MinCalls: 4, OpenFor: time.Minute})))
+		require.NoError(t, c.SetRateLimit(ctx, "q", rmq.RateLimit{PerSecond: 250, Burst: 10}))
+		require.NoError(t, c.PauseTopic(ctx, "q"))
+		require.NoError(t, c.Subscribe("q", rmq.ListenerFunc(func(context.Context, *rmq.Message) error { return nil })))
+		done := make(chan error, 1)
+		go func() { done <- c.Start(ctx) }()
+		t.Cleanup(func() {
+			require.NoError(t, c.Close(context.Background()))
+			require.NoError(t, <-done)
+		})
+		var msgs []rmq.OutgoingMessage
+		for i := range 10 {
+			msgs = append(msgs, rmq.PriorityMessage{Topic: "p", Content: fmt.Appendf(nil, "m%d", i), Priority: 20},
+				rmq.PriorityMessage{Topic: "q", Content: fmt.Appendf(nil, "m%d", i), Priority: 20})
+		}
+		require.NoError(t, c.Producer().SendBatch(ctx, msgs...))
+
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(rmqprom.NewCollector(c))
+		var s map[string]float64
+		require.Eventually(t, func() bool {
+			s = gather(t, reg)
+			return s[`rmq_breaker_state{state="open",topic="p"}`] == 1 && s[`rmq_held_back_total{reason="pause",topic="q"}`] > 0
+		}, 20*time.Second, 50*time.Millisecond, "the breaker did not open, or the pause held nothing back")
+		assert.Equal(t, 0.0, s[`rmq_breaker_state{state="closed",topic="p"}`])
+		assert.Equal(t, 1.0, s[`rmq_breaker_opened_total{topic="p"}`])
+		assert.Equal(t, 1.0, s[`rmq_breaker_state{state="closed",topic="q"}`])
+		assert.Equal(t, 1.0, s[`rmq_topic_paused{topic="q"}`])
+		assert.Equal(t, 0.0, s[`rmq_topic_paused{topic="p"}`])
+		assert.Equal(t, 250.0, s[`rmq_rate_limit_per_second{topic="q"}`])
+		assert.Equal(t, 0.0, s[`rmq_rate_limit_per_second{topic="p"}`])
+		assert.Contains(t, s, `rmq_held_back_total{reason="breaker",topic="p"}`)
+		assert.Contains(t, s, `rmq_held_back_total{reason="limit",topic="q"}`)
+	})
 }

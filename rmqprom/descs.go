@@ -8,6 +8,8 @@ type descs struct {
 	sent, deliveries, redeliveries, dead *prometheus.Desc
 	lateness, duration                   *prometheus.Desc
 	backlog, oldestDue, owned            *prometheus.Desc
+	breaker, breakerOpened, heldBack     *prometheus.Desc
+	paused, rateLimit                    *prometheus.Desc
 }
 
 func newDescs() descs {
@@ -33,10 +35,23 @@ func newDescs() descs {
 			"How long the earliest due time still in store has passed, by the Redis clock (0 when nothing stored is due; always 0 on Priority topics).", topic, nil),
 		owned: prometheus.NewDesc("rmq_owned_slots",
 			"Slots of the topic this process consumes now.", topic, nil),
+		breaker: prometheus.NewDesc("rmq_breaker_state",
+			"1 for the state this process's breaker of the topic is in (closed, open, half-open, off), 0 for the others.",
+			[]string{"topic", "state"}, nil),
+		breakerOpened: prometheus.NewDesc("rmq_breaker_opened_total",
+			"Times this process's breaker of the topic opened.", topic, nil),
+		heldBack: prometheus.NewDesc("rmq_held_back_total",
+			"Times this process held a due slot of the topic back, by reason: pause, limit (no token of the rate limit), breaker (open or probing).",
+			[]string{"topic", "reason"}, nil),
+		paused: prometheus.NewDesc("rmq_topic_paused",
+			"1 while the topic is paused (PauseTopic, namespace-wide), else 0.", topic, nil),
+		rateLimit: prometheus.NewDesc("rmq_rate_limit_per_second",
+			"The topic's namespace-wide rate limit in messages per second (0: unlimited).", topic, nil),
 	}
 }
 
 // all returns every description.
 func (d *descs) all() []*prometheus.Desc {
-	return []*prometheus.Desc{d.sent, d.deliveries, d.redeliveries, d.dead, d.lateness, d.duration, d.backlog, d.oldestDue, d.owned}
+	return []*prometheus.Desc{d.sent, d.deliveries, d.redeliveries, d.dead, d.lateness, d.duration, d.backlog, d.oldestDue, d.owned,
+		d.breaker, d.breakerOpened, d.heldBack, d.paused, d.rateLimit}
 }

@@ -99,6 +99,10 @@ func (s *server) run(r *http.Request, action, topic string) (int64, error) {
 		}
 		ok, err := s.c.DeleteDead(ctx, topic, slot, c)
 		return boolCount(ok), err
+	case "pause":
+		return 0, s.c.PauseTopic(ctx, topic)
+	case "resume":
+		return 0, s.c.ResumeTopic(ctx, topic)
 	case "cancel":
 		content := r.PostFormValue("content")
 		if r.PostFormValue("quoted") == "1" {
@@ -142,6 +146,10 @@ func notice(r *http.Request) string {
 		messages = "1 dead message"
 	}
 	switch q.Get("done") {
+	case "pause":
+		return "Paused: no consumer of the namespace takes new messages of this topic (within a second); sends go on."
+	case "resume":
+		return "Resumed: what is overdue is delivered at once, in order."
 	case "requeue":
 		return "Requeued " + messages + " with fresh retries."
 	case "purge":

@@ -205,3 +205,39 @@ func TestBearerToken(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, page, "orders")
 }
+
+// Pause and resume work from the topic page's buttons, change Redis for the
+// whole namespace, and show on both pages; a read-only dashboard has no
+// buttons and refuses the POST.
+func TestPauseAndResumeButtons(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		c := seed(t, b)
+		require.NoError(t, c.SetRateLimit(ctx, "orders", rmq.RateLimit{PerSecond: 500, Burst: 50}))
+		base, hc := dashboard(t, c, rmqweb.Options{AllowWrite: true})
+
+		_, page := get(t, hc, base+"topic?t=orders")
+		assert.Contains(t, page, "500/s, burst 50")
+		assert.Contains(t, page, `action="pause"`)
+		assert.NotContains(t, page, `action="resume"`)
+
+		page = action(t, hc, base, "pause", url.Values{"t": {"orders"}})
+		assert.Contains(t, page, "Paused: no consumer of the namespace takes new messages")
+		assert.True(t, stats(t, c, "orders").Paused, "paused in Redis")
+		assert.Contains(t, page, `action="resume"`)
+		_, list := get(t, hc, base)
+		assert.Contains(t, list, `<span class="paused">paused</span>, ≤ 500/s`)
+
+		page = action(t, hc, base, "resume", url.Values{"t": {"orders"}})
+		assert.Contains(t, page, "Resumed")
+		assert.False(t, stats(t, c, "orders").Paused, "resumed in Redis")
+		assert.Contains(t, page, `action="pause"`)
+
+		ro, rhc := dashboard(t, c, rmqweb.Options{})
+		_, page = get(t, rhc, ro+"topic?t=orders")
+		assert.NotContains(t, page, `action="pause"`)
+		resp, _ := post(t, rhc, ro+"pause", url.Values{"t": {"orders"}})
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+		assert.False(t, stats(t, c, "orders").Paused, "a read-only dashboard changed nothing")
+	})
+}

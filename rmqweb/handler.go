@@ -40,7 +40,8 @@ type Options struct {
 	// Title heads every page; default "RMQ".
 	Title string
 	// AllowWrite enables the actions that change Redis: requeue, purge and
-	// delete dead messages, cancel pending ones. Off by default.
+	// delete dead messages, cancel pending ones, pause and resume a topic.
+	// Off by default.
 	AllowWrite bool
 	// BearerToken, when not empty, is required by every request except the
 	// style sheet: as "Authorization: Bearer <token>", or once through the
@@ -137,7 +138,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		redirect(w, "./", http.StatusSeeOther)
-	case "requeue", "purge", "delete", "cancel":
+	case "requeue", "purge", "delete", "cancel", "pause", "resume":
 		s.act(w, r, route)
 	default:
 		s.fail(w, r, http.StatusNotFound, "no such page")

@@ -36,8 +36,8 @@ func TestPagesShowTrafficAndWorkers(t *testing.T) {
 			require.NoError(t, c.Close(context.Background()))
 			require.NoError(t, <-done)
 		})
-		due := time.Now().Add(50 * time.Millisecond)
-		for i := range 20 {
+		for i := range 20 { // each due shortly after its send, however slow the sends
+			due := time.Now().Add(50 * time.Millisecond)
 			require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fast", Content: fmt.Appendf(nil, "m%d", i), FixedTime: due}))
 		}
 		for range 20 {

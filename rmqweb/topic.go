@@ -91,8 +91,12 @@ func (s *server) topicPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("no topic %q in namespace %q", name, s.c.Namespace()))
 		return
 	}
+	flows, flowErr := s.flows(ctx)
+	if flowErr != "" {
+		p.Errors = append(p.Errors, flowErr)
+	}
 	var errs []string
-	p.Summary, errs = s.summary(ctx, *topic)
+	p.Summary, errs = s.summary(ctx, *topic, flows)
 	p.TimeTopic = topic.Type != rmq.Priority
 	p.Errors = append(p.Errors, errs...)
 	p.fillSlots(s, r, *topic)

@@ -22,6 +22,10 @@ type topicSummary struct {
 	Backlog    rmq.Backlog
 	BacklogErr string
 	Traffic    traffic
+	// Flow is the topic's pause and rate limit; FlowKnown is false when
+	// they could not be read.
+	Flow      rmq.FlowControl
+	FlowKnown bool
 }
 
 // traffic is what every process of the namespace reported for a topic over
@@ -34,6 +38,11 @@ type traffic struct {
 	// observations (no first delivery of a time topic in that time).
 	Late          bool
 	P50, P90, P99 time.Duration
+	// BreakerOpened and HeldBack sum what every process's flow control did
+	// over the minutes shown: breaker openings, and due slots held back by
+	// reason (pause, limit, breaker).
+	BreakerOpened int64
+	HeldBack      map[string]int64
 }
 
 // topicsPage serves the topics page.
@@ -47,18 +56,32 @@ func (s *server) topicsPage(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusInternalServerError, "topics", p)
 		return
 	}
+	flows, flowErr := s.flows(ctx)
+	if flowErr != "" {
+		p.Errors = append(p.Errors, flowErr)
+	}
 	for _, t := range topics {
-		sum, errs := s.summary(ctx, t)
+		sum, errs := s.summary(ctx, t, flows)
 		p.Topics = append(p.Topics, sum)
 		p.Errors = append(p.Errors, errs...)
 	}
 	s.render(w, r, http.StatusOK, "topics", p)
 }
 
-// summary reads a topic's backlog and traffic; what fails is reported and
-// left blank.
-func (s *server) summary(ctx context.Context, t rmq.Topic) (topicSummary, []string) {
-	sum := topicSummary{Topic: t}
+// flows reads every topic's pause and rate limit; nil and the error's line
+// when that fails.
+func (s *server) flows(ctx context.Context) (map[string]rmq.FlowControl, string) {
+	f, err := s.c.FlowControls(ctx)
+	if err != nil {
+		return nil, s.readFailed("the flow control", err)
+	}
+	return f, ""
+}
+
+// summary reads a topic's backlog and traffic (flows: every topic's flow
+// control, nil if unread); what fails is reported and left blank.
+func (s *server) summary(ctx context.Context, t rmq.Topic, flows map[string]rmq.FlowControl) (topicSummary, []string) {
+	sum := topicSummary{Topic: t, Flow: flows[t.Name], FlowKnown: flows != nil}
 	var errs []string
 	b, err := s.c.Backlog(ctx, t.Name)
 	if err != nil {
@@ -79,7 +102,7 @@ func (s *server) summary(ctx context.Context, t rmq.Topic) (topicSummary, []stri
 // last) into rates, a chart of deliveries per second and lateness
 // percentiles.
 func newTraffic(minutes []rmq.MinuteMetrics, now time.Time) traffic {
-	tr := traffic{Known: true}
+	tr := traffic{Known: true, HeldBack: make(map[string]int64)}
 	values := make([]float64, len(minutes))
 	titles := make([]string, len(minutes))
 	var late rmq.Histogram
@@ -92,6 +115,10 @@ func newTraffic(minutes []rmq.MinuteMetrics, now time.Time) traffic {
 		titles[i] = fmt.Sprintf("%s UTC: %s delivered/s, %s sent, %s failed", m.Minute.UTC().Format("15:04"),
 			rate(values[i]), count(m.Sent), count(m.Failed))
 		late = addHistogram(late, m.Lateness)
+		tr.BreakerOpened += m.BreakerOpened
+		for r, n := range m.HeldBack {
+			tr.HeldBack[r] += n
+		}
 	}
 	switch n := len(values); {
 	case n >= 2 && now.Sub(minutes[n-1].Minute) < 10*time.Second:
