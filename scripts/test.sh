@@ -30,6 +30,9 @@ die() {
 # they carry the dependencies the core must not (client_golang, chromedp).
 EXTRA_MODULES=(rmqprom rmqweb/browsertest)
 
+# Test artifacts (the dashboard's screenshots) are kept here.
+export RMQ_ARTIFACTS_DIR="${RMQ_ARTIFACTS_DIR:-$ROOT/artifacts}"
+
 SHORT=0
 if [[ ${1:-} == --short ]]; then
 	SHORT=1
