@@ -78,6 +78,7 @@ var allScenarios = []*scenario{
 	idleScenario,
 	mergeScenario,
 	scalingScenario,
+	isolationScenario,
 }
 
 func main() {
