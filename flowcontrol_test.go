@@ -36,7 +36,7 @@ func TestPauseHoldsEveryConsumerAndResumeDeliversWhatIsOverdueInOrder(t *testing
 		st := stats(t, admin, "fixed")
 		assert.True(t, st.Paused)
 		time.Sleep(1100 * time.Millisecond) // the bound within which every consumer applies it
-		due := time.Now().Add(50 * time.Millisecond)
+		due := time.Now().Add(300 * time.Millisecond) // a margin for slow sends; all due before the resume below
 		for i := range 5 {
 			require.NoError(t, admin.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed",
 				Content: fmt.Appendf(nil, "m%d", i), FixedTime: due.Add(time.Duration(4-i) * 10 * time.Millisecond)}))

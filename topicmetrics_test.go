@@ -38,11 +38,11 @@ func TestTopicMetricsCountDeliveriesAndLateness(t *testing.T) {
 		}
 		require.NoError(t, c.Subscribe("fixed", rec, rmq.WithThreads(2)))
 		run(t, c)
-		due := time.Now().Add(50 * time.Millisecond)
+		due := func() time.Time { return time.Now().Add(50 * time.Millisecond) } // however slow the sends
 		for i := range 5 {
-			require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: fmt.Appendf(nil, "m%d", i), FixedTime: due}))
+			require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: fmt.Appendf(nil, "m%d", i), FixedTime: due()}))
 		}
-		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("bad"), FixedTime: due}))
+		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("bad"), FixedTime: due()}))
 		require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "other", Content: []byte("x"), Priority: 20}))
 		rec.waitCalls(t, 5+1+rmq.MaxRetries, 20*time.Second)
 		eventually(t, 5*time.Second, "the dead message counted", func() bool { return topicMetrics(c, "fixed").Dead == 1 })

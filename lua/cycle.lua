@@ -62,6 +62,11 @@ local nowSec = tonumber(t[1])
 local nowUs = nowSec * 1000000 + tonumber(t[2])
 local nowMs = math.floor(nowUs / 1000)
 
+-- How many entries prepare and retry may hold: read once after settling,
+-- then kept up to date (retrying may overcount, never undercount), so that
+-- the phases skip the reads of a set that is empty.
+local preparing, retrying = 0, 0
+
 local waits
 -- waitBefore returns the wait in ms before the retry that follows a failure
 -- with `left` retries remaining (retry MAX_RETRIES + 1 - left).
@@ -88,7 +93,10 @@ local function rollback(m, left)
   end
   local s = (nowMs + wait) * RETRY_SCALE + (left - 1)
   local old = redis.call('ZSCORE', retry, m)
-  if (not old) or tonumber(old) > s then redis.call('ZADD', retry, s, m) end
+  if (not old) or tonumber(old) > s then
+    redis.call('ZADD', retry, s, m)
+    retrying = retrying + 1
+  end
 end
 
 -- restore puts an unprocessed message back with its original score, unless a
@@ -153,6 +161,7 @@ local function reclaim()
   local expired = redis.call('ZRANGEBYSCORE', prepare, '-inf', cutoff, 'WITHSCORES', 'LIMIT', 0, SWEEP_LIMIT)
   for k = 1, #expired, 2 do
     redis.call('ZREM', prepare, expired[k])
+    preparing = preparing - 1
     rollback(expired[k], tonumber(expired[k + 1]) % PREPARE_SCALE)
   end
 end
@@ -165,6 +174,7 @@ local function promote()
   for k = 1, #ready, 2 do
     local m = ready[k]
     redis.call('ZREM', retry, m)
+    retrying = retrying - 1
     if not redis.call('ZSCORE', store, m) then
       redis.call('ZADD', store, tonumber(ready[k + 1]) % RETRY_SCALE, m)
     end
@@ -176,7 +186,7 @@ end
 -- that copy is settled, so one content is never in flight twice. It returns
 -- how many it popped and whether it gave up on many held-back entries.
 local function pop(out)
-  local guarded = redis.call('ZCARD', prepare) > 0
+  local guarded = preparing > 0
   local popped, offset, budget = 0, 0, 4 * max + 256
   local padd = {}
   while popped < max and budget > 0 do
@@ -220,8 +230,9 @@ local function pop(out)
 end
 
 -- nextDue returns when the slot next needs a look: the earliest future store
--- score (time topics), retry, or prepare expiry; -1 for never.
-local function nextDue(crowded)
+-- score (time topics), retry, or prepare expiry; -1 for never. popped is how
+-- many entries this call added to prepare (none older than those before).
+local function nextDue(crowded, popped)
   local nxt = -1
   local function earlier(v) if nxt < 0 or v < nxt then nxt = v end end
   if crowded then earlier(nowMs + 1000) end -- many held-back entries: look again soon
@@ -229,10 +240,16 @@ local function nextDue(crowded)
     local h = redis.call('ZRANGEBYSCORE', store, string.format('(%d', nowMs), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     if h[2] then earlier(tonumber(h[2])) end
   end
-  local r = redis.call('ZRANGE', retry, 0, 0, 'WITHSCORES')
-  if r[2] then earlier(math.floor(tonumber(r[2]) / RETRY_SCALE)) end
-  local p = redis.call('ZRANGE', prepare, 0, 0, 'WITHSCORES')
-  if p[2] then earlier((math.floor(tonumber(p[2]) / PREPARE_SCALE) + timeout + 1) * 1000) end
+  if retrying > 0 then
+    local r = redis.call('ZRANGE', retry, 0, 0, 'WITHSCORES')
+    if r[2] then earlier(math.floor(tonumber(r[2]) / RETRY_SCALE)) end
+  end
+  if preparing > 0 then
+    local p = redis.call('ZRANGE', prepare, 0, 0, 'WITHSCORES')
+    if p[2] then earlier((math.floor(tonumber(p[2]) / PREPARE_SCALE) + timeout + 1) * 1000) end
+  elseif popped > 0 then
+    earlier((nowSec + timeout + 1) * 1000)
+  end
   return nxt
 end
 
@@ -240,13 +257,15 @@ local holder = fence()
 if holder then return {nowUs, FENCED, holder} end
 if n > 0 then settle() end
 if max <= 0 then return {nowUs, -1} end
-reclaim()
-promote()
+preparing = redis.call('ZCARD', prepare)
+retrying = redis.call('ZCARD', retry)
+if preparing > 0 then reclaim() end
+if retrying > 0 then promote() end
 local out = {nowUs, -1}
 local popped, crowded = pop(out)
 if popped >= max then
   out[2] = nowMs
 else
-  out[2] = nextDue(crowded)
+  out[2] = nextDue(crowded, popped)
 end
 return out

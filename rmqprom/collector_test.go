@@ -93,9 +93,8 @@ func TestCollectorExposesTopicMetricsAndBacklogs(t *testing.T) {
 			require.NoError(t, <-done)
 		})
 		p := c.Producer()
-		due := time.Now().Add(30 * time.Millisecond)
-		for _, s := range []string{"a", "b", "c", "bad"} {
-			require.NoError(t, p.Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte(s), FixedTime: due}))
+		for _, s := range []string{"a", "b", "c", "bad"} { // each due shortly after its send, however slow the sends
+			require.NoError(t, p.Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte(s), FixedTime: time.Now().Add(30 * time.Millisecond)}))
 		}
 		require.NoError(t, p.Send(ctx, rmq.RangeMergeMessage{Topic: "merge", Content: []byte("m"), TimeRange: time.Millisecond}))
 		require.NoError(t, p.SendBatch(ctx, rmq.PriorityMessage{Topic: "prio", Content: []byte("x"), Priority: 20},
