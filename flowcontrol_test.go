@@ -35,7 +35,7 @@ func TestPauseHoldsEveryConsumerAndResumeDeliversWhatIsOverdueInOrder(t *testing
 		require.NoError(t, admin.PauseTopic(ctx, "fixed"))
 		st := stats(t, admin, "fixed")
 		assert.True(t, st.Paused)
-		time.Sleep(1100 * time.Millisecond) // the bound within which every consumer applies it
+		time.Sleep(1100 * time.Millisecond)           // the bound within which every consumer applies it
 		due := time.Now().Add(300 * time.Millisecond) // a margin for slow sends; all due before the resume below
 		for i := range 5 {
 			require.NoError(t, admin.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed",
