@@ -107,11 +107,24 @@ func punctualRMQ(ctx context.Context, e *env) (metrics, error) {
 	for i, d := range due {
 		msgs[i] = rmq.FixedTimeMessage{Topic: topic, Content: payload("t", i), FixedTime: d}
 	}
+	meter := startMeter(ctx, e)
 	if err := s.c.Producer().SendBatch(ctx, msgs...); err != nil {
 		return nil, errors.Join(err, s.close())
 	}
 	m := awaitLateness(ctx, l)
-	return m, s.close()
+	err = meterPunctual(ctx, meter, m)
+	return m, errors.Join(err, s.close())
+}
+
+// meterPunctual records the CPU of the timed section (the send, the wait
+// and every delivery) per message, leaving the lateness figures as they are.
+func meterPunctual(ctx context.Context, meter *meter, m metrics) error {
+	cpu := metrics{}
+	if err := meter.stop(ctx, punctualMessages, cpu); err != nil {
+		return err
+	}
+	m[mClientCPU], m[mRedisCPU] = cpu[mClientCPU], cpu[mRedisCPU]
+	return nil
 }
 
 func punctualAsynq(ctx context.Context, e *env, cfg asynq.Config) (metrics, error) {
@@ -140,12 +153,14 @@ func punctualAsynq(ctx context.Context, e *env, cfg asynq.Config) (metrics, erro
 	for i := range pl {
 		pl[i] = payload("t", i)
 	}
+	meter := startMeter(ctx, e)
 	if err := asynqEnqueueAll(ctx, c, pl, 32, func(i int) []asynq.Option {
 		return []asynq.Option{asynq.ProcessAt(due[i])}
 	}); err != nil {
 		return nil, err
 	}
-	return awaitLateness(ctx, l), nil
+	m := awaitLateness(ctx, l)
+	return m, meterPunctual(ctx, meter, m)
 }
 
 func reportPunctuality(rep *report, res *scenarioResults) {
@@ -155,19 +170,25 @@ func reportPunctuality(rep *report, res *scenarioResults) {
 		"Cells: median over rounds (min–max). \"early\" and \"missing\" (not delivered within %s after the last due "+
 		"time) are totals over all rounds.\n\n",
 		thousands(punctualMessages), punctualFirst, punctualFirst+punctualSpan, punctualWait)
-	t := newTable("System", "settings", "p50", "p99", "max", "earliest", "early", "missing")
+	t := newTable("System", "settings", "p50", "p99", "max", "earliest", "early", "missing", "client CPU /msg", "Redis CPU /msg")
 	for _, name := range res.order {
 		t.add(name, punctualSettings(name),
 			stat(res.values(name, mLateP50), ms), stat(res.values(name, mLateP99), ms),
 			stat(res.values(name, mLateMax), ms), stat(res.values(name, mLateMin), ms),
-			count(sum(res.values(name, mEarly))), count(sum(res.values(name, mMissing))))
+			count(sum(res.values(name, mEarly))), count(sum(res.values(name, mMissing))),
+			stat(perMessage(res.values(name, mClientCPU)), us), stat(perMessage(res.values(name, mRedisCPU)), us))
 	}
 	t.write(rep.w)
+	rep.printf("CPU per message covers the timed section: the send, the wait for the first due time, and every delivery " +
+		"(with the idle looks of the 64 slots meanwhile), divided by the messages.\n\n")
 	if !res.has(vPunctRMQ) {
 		return
 	}
 	p99 := median(res.values(vPunctRMQ, mLateP99))
 	rep.target("Punctuality p99", "≤ 5 ms late (median of rounds)", ms(p99), verdict(p99, func(x float64) bool { return x <= 5 }))
+	client, rcpu := median(perMessage(res.values(vPunctRMQ, mClientCPU))), median(perMessage(res.values(vPunctRMQ, mRedisCPU)))
+	rep.target("Punctual traffic, client CPU", "≤ 100 µs per message", us(client), verdict(client, func(x float64) bool { return x <= 100 }))
+	rep.target("Punctual traffic, Redis CPU", "≤ 40 µs per message", us(rcpu), verdict(rcpu, func(x float64) bool { return x <= 40 }))
 	worst := maxOr(res.values(vPunctRMQ, mLateMax))
 	rep.target("Punctuality max", "≤ 50 ms late (worst round)", ms(worst), verdict(worst, func(x float64) bool { return x <= 50 }))
 	earliest := minOr(res.values(vPunctRMQ, mLateMin))
@@ -177,6 +198,17 @@ func reportPunctuality(rep *report, res *scenarioResults) {
 			count(sum(res.values(vPunctRMQ, mMissing)))),
 		verdict(earliest, func(float64) bool { return early == 0 }))
 }
+
+// perMessage turns CPU seconds per 100k messages into µs per message.
+func perMessage(per100k []float64) []float64 {
+	out := make([]float64, len(per100k))
+	for i, v := range per100k {
+		out[i] = v * 10
+	}
+	return out
+}
+
+func us(v float64) string { return fmt.Sprintf("%.0f µs", v) }
 
 func sum(xs []float64) float64 {
 	s := 0.0
