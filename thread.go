@@ -44,6 +44,9 @@ type slotState struct {
 	stop    func()
 	next    time.Time // when to cycle next; zero means at once
 	pending []rdb.Outcome
+	// lingering: pending holds only commits, sent with the cycle due at next
+	// (see afterDelivery).
+	lingering bool
 }
 
 func newThread(s *subscription, index int) *thread {
@@ -103,9 +106,10 @@ func (t *thread) run(hard context.Context, quit <-chan struct{}) {
 		default:
 		}
 		s, wait := t.pick(time.Now())
-		if last != nil && last != s && len(last.pending) > 0 && t.slots[last.lease.Slot()] == last {
+		if last != nil && last != s && len(last.pending) > 0 && !last.lingering && t.slots[last.lease.Slot()] == last {
 			// Moving on: settle now rather than with the slot's next cycle, so
-			// prepare shows only work in hand and a crash repeats little.
+			// prepare shows only work in hand and a crash repeats little
+			// (unless the commits linger for a cycle due soon: afterDelivery).
 			_ = t.flush(hard, last) // on failure they go with the next cycle
 		}
 		last = s
@@ -187,7 +191,7 @@ func (t *thread) flush(hard context.Context, s *slotState) error {
 	}
 	_, err := t.cycle(hard, s, t.request(s, 0))
 	if err == nil {
-		s.pending = s.pending[:0]
+		s.pending, s.lingering = s.pending[:0], false
 	}
 	return err
 }
@@ -300,7 +304,7 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		c.cfg.logger.Info("rmq: redis reachable again", "topic", t.sub.topic.Name, "failures", t.errs)
 		t.errs = 0
 	}
-	s.pending = s.pending[:0]
+	s.pending, s.lingering = s.pending[:0], false
 	if res.Refused {
 		c.counters.fenced.Add(1)
 		c.cfg.logger.Warn("rmq: slot is held by another owner; letting it go", "topic", t.sub.topic.Name,
@@ -314,7 +318,9 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		return
 	}
 	t.deliver(hard, s, res, sent)
-	s.next = time.Time{} // look again at once: more may be due, and the outcomes go along
+	// Look again at once (more may be due, and the outcomes go along), or
+	// let the commits wait for the slot's next cycle, due soon.
+	s.next, s.lingering = t.afterDelivery(s, res, time.Now())
 }
 
 // nextLook converts the script's "next due" (Redis ms) into a local time,
