@@ -86,9 +86,10 @@ type breaker struct {
 	shown  atomic.Value // state, for metrics without the lock
 }
 
-// breakerBucket counts the calls of one tenth of the window.
+// breakerBucket counts the calls of one tenth of the window: the epoch-th
+// span of breakerWindow/breakerBuckets since the Unix epoch.
 type breakerBucket struct {
-	start           time.Time
+	epoch           int64
 	calls, failures int
 }
 
@@ -153,25 +154,25 @@ func (b *breaker) record(now time.Time, failed bool, id uint64) {
 	if b.state != BreakerClosed {
 		return
 	}
-	span := breakerWindow / breakerBuckets
-	start := now.Truncate(span)
-	bk := &b.buckets[(start.UnixNano()/int64(span))%breakerBuckets]
-	if !bk.start.Equal(start) {
-		bk.start, bk.calls, bk.failures = start, 0, 0
+	epoch := now.UnixNano() / int64(breakerWindow/breakerBuckets)
+	bk := &b.buckets[epoch%breakerBuckets]
+	if bk.epoch != epoch {
+		bk.epoch, bk.calls, bk.failures = epoch, 0, 0
 	}
 	bk.calls++
-	if failed {
-		bk.failures++
-		b.noteFailing(now, id)
+	if !failed {
+		return // only a failure can open it
 	}
+	bk.failures++
+	b.noteFailing(now, id)
 	calls, failures := 0, 0
 	for _, x := range b.buckets {
-		if now.Sub(x.start) < breakerWindow {
+		if epoch-x.epoch < breakerBuckets {
 			calls += x.calls
 			failures += x.failures
 		}
 	}
-	if failed && calls >= b.cfg.MinCalls && float64(failures) >= b.cfg.FailureRatio*float64(calls) && len(b.failing) >= b.need {
+	if calls >= b.cfg.MinCalls && float64(failures) >= b.cfg.FailureRatio*float64(calls) && len(b.failing) >= b.need {
 		b.trip(now, fmt.Sprintf("%d of the last %d calls failed", failures, calls))
 	}
 }

@@ -35,11 +35,13 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 	tm := t.sub.topic.metrics
 	for i := range res.Deliveries {
 		d := &res.Deliveries[i]
-		if now := time.Now(); len(s.pending) > 0 && now.Sub(flushed) >= flushEvery {
+		now := time.Now()
+		if len(s.pending) > 0 && now.Sub(flushed) >= flushEvery {
 			_ = t.flush(hard, s) // on failure they go with the next cycle
+			now = time.Now()
 			flushed = now
 		}
-		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || time.Now().After(restoreAfter) || t.sub.heldBack() {
+		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || now.After(restoreAfter) || t.sub.heldBack() {
 			c.counters.restored.Add(int64(len(res.Deliveries) - i))
 			tm.restored.Add(int64(len(res.Deliveries) - i))
 			for j := range res.Deliveries[i:] {
@@ -54,17 +56,17 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			c.counters.redelivered.Add(1)
 			tm.redelivered.Add(1)
 		}
-		start := time.Now()
+		start := now
 		if !m.Due.IsZero() {
 			tm.lateness.observe(start.Sub(m.Due))
 		}
-		err := t.call(ctx, m, start)
+		end, err := t.call(ctx, m, start)
 		if b := t.sub.flow.breaker; b != nil && !errors.Is(err, ErrNotOwner) {
 			var id uint64
 			if err != nil {
 				id = messageID(m)
 			}
-			b.record(time.Now(), err != nil, id)
+			b.record(end, err != nil, id)
 		}
 		action := rdb.Commit
 		switch {
@@ -92,8 +94,8 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 }
 
 // call runs the listener on m, started at start, turning a panic into an
-// error, and records how long it took.
-func (t *thread) call(ctx context.Context, m *Message, start time.Time) (err error) {
+// error, records how long it took, and returns when it ended.
+func (t *thread) call(ctx context.Context, m *Message, start time.Time) (end time.Time, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.sub.c.counters.panics.Add(1)
@@ -101,11 +103,12 @@ func (t *thread) call(ctx context.Context, m *Message, start time.Time) (err err
 			t.sub.c.cfg.logger.Error("rmq: listener panicked", "topic", m.Topic, "slot", m.Slot,
 				"panic", r, "stack", string(debug.Stack()))
 		}
-		took := time.Since(start)
+		end = time.Now()
+		took := end.Sub(start)
 		t.sub.stats.observe(took)
 		t.sub.topic.metrics.duration.observe(took)
 	}()
-	return t.sub.listener.OnMessage(ctx, m)
+	return time.Time{}, t.sub.listener.OnMessage(ctx, m)
 }
 
 // listenStats tracks how long the listener takes, to size batches.
