@@ -144,6 +144,24 @@ func (c *clusterNodes) cpu(ctx context.Context) (all, masters float64, err error
 	return all, masters, nil
 }
 
+// commandStats returns INFO commandstats summed over every node.
+func (c *clusterNodes) commandStats(ctx context.Context) (map[string]cmdStat, error) {
+	sum := make(map[string]cmdStat)
+	for _, n := range c.nodes {
+		st, err := commandStats(ctx, n.r)
+		if err != nil {
+			return nil, fmt.Errorf("cluster node %s: %w", n.addr, err)
+		}
+		for k, v := range st {
+			s := sum[k]
+			s.Calls += v.Calls
+			s.Usec += v.Usec
+			sum[k] = s
+		}
+	}
+	return sum, nil
+}
+
 // describe is the header line of the cluster: its nodes and roles.
 func (c *clusterNodes) describe(ctx context.Context) string {
 	if err := c.refreshRoles(ctx); err != nil {

@@ -33,8 +33,8 @@ type meter struct {
 // startMeter samples the counters at the start of a section.
 func startMeter(ctx context.Context, e *env) *meter {
 	m := &meter{e: e}
-	if e.cmdstats && !e.onCluster {
-		m.cmds0, _ = commandStats(ctx, e.admin)
+	if e.cmdstats {
+		m.cmds0, _ = m.commandStats(ctx)
 	}
 	m.redis0, m.masters0, m.redisErr = m.redisCPU(ctx)
 	m.cpu0 = processCPU()
@@ -51,6 +51,15 @@ func (m *meter) redisCPU(ctx context.Context) (all, masters float64, err error) 
 	return all, all, err
 }
 
+// commandStats returns INFO commandstats of the run's server, or summed
+// over the Cluster's nodes.
+func (m *meter) commandStats(ctx context.Context) (map[string]cmdStat, error) {
+	if m.e.onCluster {
+		return m.e.cluster.commandStats(ctx)
+	}
+	return commandStats(ctx, m.e.admin)
+}
+
 // stop samples the counters again and records elapsed seconds, the rate of
 // msgs per second, and the CPU figures normalised per 100k messages.
 func (m *meter) stop(ctx context.Context, msgs int, out metrics) error {
@@ -64,7 +73,7 @@ func (m *meter) stop(ctx context.Context, msgs int, out metrics) error {
 		return err
 	}
 	if m.cmds0 != nil {
-		after, _ := commandStats(ctx, m.e.admin)
+		after, _ := m.commandStats(ctx)
 		logTopCommands(statsDelta(m.cmds0, after), elapsed)
 	}
 	per100k := 100000 / float64(max(msgs, 1))
