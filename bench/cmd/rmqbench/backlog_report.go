@@ -46,13 +46,14 @@ func reportBacklog(rep *report, res *scenarioResults) {
 	rt := newTable(roundHead("Rate as % of the "+base+" rate", res.rounds)...)
 	for _, name := range res.order {
 		if name != base {
-			rt.add(append([]string{name}, perRoundCells(ratios(res.perRound(name, mRate), res.perRound(base, mRate)), pct)...)...)
+			rt.add(append([]string{"**" + name + "**"}, perRoundCells(ratios(res.perRound(name, mRate), res.perRound(base, mRate)), pct)...)...)
+			rt.add(append([]string{"… to the last listener call"}, perRoundCells(ratios(res.perRound(name, mListenRate), res.perRound(base, mListenRate)), pct)...)...)
 		}
 	}
 	if len(rt.rows) == 0 {
 		return
 	}
-	rep.printf("Per-round consume rate as a share of the smallest backlog's:\n\n")
+	rep.printf("Per-round consume rate as a share of the first size's (the target reads the full-path rate):\n\n")
 	rt.write(rep.w)
 	largest := backlogName(c.backlogSizes[len(c.backlogSizes)-1])
 	if largest != base && res.has(largest) {
