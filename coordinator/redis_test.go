@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,16 @@ func (h *testThreads) Revoked(*Lease) {}
 type flakyCoordination struct {
 	rdb.Coordination
 	cut atomic.Bool
+	// stale fails reading the assignments alone, so the worker keeps its
+	// membership but cannot learn that its slots move.
+	stale atomic.Bool
+}
+
+func (f *flakyCoordination) Assignments(ctx context.Context, topics []string) ([]string, error) {
+	if f.cut.Load() || f.stale.Load() {
+		return nil, errCut
+	}
+	return f.Coordination.Assignments(ctx, topics)
 }
 
 var errCut = errors.New("test: cut off from redis")
@@ -144,6 +155,9 @@ func startWorker(t *testing.T, b testenv.Backend, ns, name string, board *slotBo
 	m := Member{Namespace: ns, DrainTimeout: 5 * time.Second,
 		Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: threads}}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("RMQ_DEBUG_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	run := newRedisRun(co, RedisConfig{LeaseTTL: ttl, WorkerID: name}, log, m,
 		&testThreads{worker: name, board: board, drain: 5 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -222,6 +236,40 @@ func TestRedisCoordinatorTakesOverFromAWorkerCutOff(t *testing.T) {
 		a.co.cut.Store(false)
 		waitFor(t, board, 5*time.Second, "a rejoined and shares again", func() bool {
 			return board.count("a") == 8 && board.count("b") == 8
+		})
+		assert.Zero(t, board.overlap.Load(), "two valid leases of one slot")
+	})
+}
+
+// TestRedisCoordinatorWorkerThatCannotApplyTheAssignmentLetsItsLeasesLapse:
+// a worker whose heartbeats go through but which cannot read the new
+// assignment keeps no lease past its TTL, so the slots' new owner, which
+// takes them once its patience runs out, never serves one beside it.
+func TestRedisCoordinatorWorkerThatCannotApplyTheAssignmentLetsItsLeasesLapse(t *testing.T) {
+	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
+		ns := testenv.Namespace(t, b)
+		board := newSlotBoard()
+		ttl := 1500 * time.Millisecond
+		startWorker(t, b, ns, "a", board, 1, ttl) // joins first: the leader
+		waitFor(t, board, 5*time.Second, "a holds every slot", func() bool { return board.count("a") == 16 })
+		w := startWorker(t, b, ns, "b", board, 1, ttl)
+		waitFor(t, board, 5*time.Second, "a and b share", func() bool { return board.count("a") == 8 && board.count("b") == 8 })
+
+		w.co.stale.Store(true)
+		start := time.Now()
+		startWorker(t, b, ns, "c", board, 1, ttl)
+		waitFor(t, board, 2*ttl, "b's leases lapse", func() bool { return board.count("b") == 0 })
+		lapsed := time.Since(start)
+		// c takes slots from b only after its patience (drain timeout + TTL
+		// + a heartbeat interval): b stays a member all along.
+		waitFor(t, board, 5*time.Second+3*ttl, "c serves its share", func() bool { return board.count("c") >= 16/3 })
+		t.Logf("b's leases lapsed %v after c joined; c served its share after %v", lapsed, time.Since(start))
+		assert.Less(t, lapsed, ttl+time.Second)
+		assert.Zero(t, board.overlap.Load(), "two valid leases of one slot")
+
+		w.co.stale.Store(false)
+		waitFor(t, board, 5*time.Second, "b applies the assignment and serves its share again", func() bool {
+			return board.count("b") > 0 && board.count("a")+board.count("b")+board.count("c") == 16
 		})
 		assert.Zero(t, board.overlap.Load(), "two valid leases of one slot")
 	})

@@ -37,7 +37,8 @@ func (r *redisRun) heartbeat(ctx context.Context) {
 	}
 }
 
-// beatOnce renews id's membership. On success it extends every lease to the
+// beatOnce renews id's membership. On success, if the loop has applied the
+// assignment epoch the renewal reports, it extends every lease to the
 // send time of a confirmed renewal plus the TTL minus the margin: Redis set
 // the expiry to its own time when it ran the renewal, after its send, plus
 // the TTL, so the lease ends here before Redis could let another worker take
@@ -69,7 +70,11 @@ func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, bool
 		return r.interval(), true
 	}
 	end := r.renewals.settled(sent, int64(r.replicaLag())) + int64(r.cfg.LeaseTTL-r.margin())
-	if end > r.leaseEnd {
+	if end > r.leaseEnd && b.Epoch == r.applied {
+		// Only a worker that applied the latest assignment keeps its leases:
+		// one that could not (Redis failing it part of the way) lets them
+		// run out, so a slot it should have handed over is never served
+		// twice, even when the new owner takes it after its patience.
 		r.leaseEnd = end
 		for g := range r.leases {
 			g.l.deadline.Store(end)

@@ -41,6 +41,7 @@ type redisRun struct {
 	expired  bool                // the membership expired: lose everything, join again
 	leaving  bool                // Run is ending: lead no more, take no slot
 	last     rdb.Beat            // the last heartbeat's news
+	applied  int64               // the assignment epoch the last complete reconcile applied
 	leases   map[*Grant]struct{} // handed out and not yet released
 
 	// Loop state.
@@ -207,12 +208,20 @@ func (r *redisRun) reconcile(ctx context.Context) error {
 		}
 	}
 	r.busy = false
+	var first error
 	for _, t := range r.topics {
-		if err := r.apply(ctx, t, id, valid); err != nil {
-			return err
+		// A failure on one topic's slots (their Cluster master down) must
+		// not keep the others from being revoked, released or claimed.
+		if err := r.apply(ctx, t, id, valid); err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	if first == nil {
+		r.mu.Lock()
+		r.applied = r.epochSeen
+		r.mu.Unlock()
+	}
+	return first
 }
 
 // join registers a new incarnation of this worker.
@@ -229,7 +238,7 @@ func (r *redisRun) join(ctx context.Context) error {
 		return fmt.Errorf("rmq: redis coordinator join of %s refused", id)
 	}
 	r.mu.Lock()
-	r.id, r.expired = id, false
+	r.id, r.expired, r.applied = id, false, -1
 	r.leaseEnd = sent + int64(r.cfg.LeaseTTL-r.margin()-r.replicaLag())
 	r.renewals.reset(sent)
 	r.last = rdb.Beat{}
