@@ -9,11 +9,10 @@ import (
 
 // leave hands every slot back and leaves the group. It first tells the group
 // it is leaving (the leader reassigns its slots, and their next owners wait
-// for the releases), then revokes every lease and waits for the releases (up
-// to the drain timeout, after which the slot is taken away from its
-// consumer), writes the records back, and only then ends its membership:
-// until then its records name a live worker, so nobody takes its slots
-// before they are released.
+// for the releases), then revokes every lease and writes each slot's record
+// back as soon as its consumer released it (drain), so the next owner
+// starts at once, and only then ends its membership: until then its records
+// name a live worker, so nobody takes its slots before they are released.
 func (r *redisRun) leave(ctx context.Context) {
 	r.mu.Lock()
 	r.leaving = true
@@ -30,49 +29,80 @@ func (r *redisRun) leave(ctx context.Context) {
 			r.log.Warn("rmq: redis coordinator: reassigning before leaving failed", "err", err)
 		}
 	}
-	var all []*redisHeld
+	var all []heldSlot
 	for _, t := range r.topics {
 		for _, c := range t.held {
 			if !wait.Closed(c.grant.Released()) {
 				c.grant.Revoke()
 				r.h.Revoked(c.grant.Lease())
 			}
-			all = append(all, c)
+			all = append(all, heldSlot{t, c})
 		}
 	}
-	deadline := time.NewTimer(r.m.DrainTimeout)
-	defer deadline.Stop()
-	late := false
-	for _, c := range all {
-		if !late {
-			select {
-			case <-c.grant.Released():
-				continue
-			case <-deadline.C:
-			case <-r.m.Abandoned:
-			}
-			late = true
-		}
-		c.grant.Lose()
-	}
-	if late {
-		// Given up on some listeners: what is left to write must not hang.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Second)
-		defer cancel()
-	}
-	for _, t := range r.topics {
-		var done []*redisHeld
-		for _, c := range t.held {
-			done = append(done, c)
-		}
-		if err := r.release(ctx, t, done); err != nil {
-			r.log.Warn("rmq: redis coordinator: releasing slots failed; they move when the membership expires", "topic", t.Topic, "err", err)
-		}
-	}
+	ctx, cancel := r.drain(ctx, all)
+	defer cancel()
 	if err := r.co.Leave(ctx, id); err != nil {
 		r.log.Warn("rmq: redis coordinator: leave failed; the slots move when the membership expires", "err", err)
 		return
 	}
 	r.log.Info("rmq: redis coordinator: left", "id", id)
+}
+
+// heldSlot is a held slot with its topic.
+type heldSlot struct {
+	t *redisTopic
+	c *redisHeld
+}
+
+// releasePoll is how often a leaving worker looks for leases its consumers
+// released, to hand their slots back.
+const releasePoll = 5 * time.Millisecond
+
+// drain writes back the record of each slot of all as soon as its lease is
+// released. Once the drain timeout passes (or the client abandons its
+// listeners) the rest are taken away from their consumers and written back
+// at once. It returns the context for what is left to write: bounded by a
+// second once listeners were given up on, so that nothing hangs.
+func (r *redisRun) drain(ctx context.Context, all []heldSlot) (context.Context, context.CancelFunc) {
+	deadline := time.NewTimer(r.m.DrainTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(releasePoll)
+	defer poll.Stop()
+	late := false
+	cancel := func() {}
+	for len(all) > 0 {
+		rest := all[:0]
+		done := make(map[*redisTopic][]*redisHeld)
+		for _, h := range all {
+			if late {
+				h.c.grant.Lose()
+			}
+			if wait.Closed(h.c.grant.Released()) || late {
+				done[h.t] = append(done[h.t], h.c)
+			} else {
+				rest = append(rest, h)
+			}
+		}
+		for t, cs := range done {
+			if err := r.release(ctx, t, cs); err != nil {
+				r.log.Warn("rmq: redis coordinator: releasing slots failed; they move when the membership expires", "topic", t.Topic, "err", err)
+			}
+		}
+		all = rest
+		if len(all) == 0 || late {
+			break
+		}
+		select {
+		case <-poll.C:
+		case <-deadline.C:
+			late = true
+		case <-r.m.Abandoned:
+			late = true
+		}
+		if late {
+			// Given up on some listeners: what is left to write must not hang.
+			ctx, cancel = context.WithTimeout(ctx, time.Second)
+		}
+	}
+	return ctx, cancel
 }
