@@ -21,7 +21,8 @@
 -- ARGV[5] fence    "0": unfenced; "=<record>": the caller holds the slot only
 --                  while owner is exactly <record> (Redis coordinator);
 --                  "<token>": a caller with a token below owner's may not pop,
---                  a higher one becomes the owner (ZooKeeper coordinator)
+--                  a higher one becomes the owner, and so does any caller of
+--                  a slot the Redis coordinator released (ZooKeeper coordinator)
 -- ARGV[6] waits    comma-separated waits in ms before retry 1..16, for failed and
 --                  timed-out deliveries
 -- ARGV[7] n        number of outcomes; then n triples:
@@ -41,11 +42,18 @@
 -- Time comes from Redis (TIME), so every consumer judges due times and consume
 -- timeouts by one clock.
 
-local MAX_RETRIES = 16     -- store scores 0..16 mean "retries left, due now"
-local PREPARE_SCALE = 1000 -- prepare score = pop second * 1000 + retries left
-local RETRY_SCALE = 32     -- retry score = due ms * 32 + retries left
-local SWEEP_LIMIT = 256    -- most timed-out or retry-due entries moved per call
-local FENCED = -2          -- "next" when the caller does not hold the slot
+local MAX_RETRIES = 16      -- store scores 0..16 mean "retries left, due now"
+local PREPARE_SCALE = 1000  -- prepare score = pop second * 1000 + retries left
+local RETRY_SCALE = 32      -- retry score = due ms * 32 + retries left
+local SWEEP_LIMIT = 256     -- most timed-out or retry-due entries moved per call
+local SCAN_SLACK = 256      -- pop reads at most 4 * max + this many held-back entries
+local CROWDED_LOOK_MS = 1000 -- many held-back entries: look again this soon
+local FENCED = -2           -- "next" when the caller does not hold the slot
+
+-- The flags of ARGV, named.
+local ORDER_DUE, ORDER_PRIORITY = 't', 'p'
+local MERGE_KEEP_FIRST = 'm'
+local COMMIT, ROLLBACK = 'c', 'r' -- any other action: "s<score>", restore
 
 local store, prepare, retry, dead, owner = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local order, merge = ARGV[1], ARGV[2]
@@ -103,7 +111,7 @@ end
 -- newer copy waits in store (which a RangeMerge restore may pull earlier).
 local function restore(m, orig)
   local s = redis.call('ZSCORE', store, m)
-  if (not s) or (merge == 'm' and tonumber(s) > tonumber(orig)) then
+  if (not s) or (merge == MERGE_KEEP_FIRST and tonumber(s) > tonumber(orig)) then
     redis.call('ZADD', store, orig, m)
   end
 end
@@ -120,11 +128,11 @@ local function settle()
     if held and tonumber(held) == popped then
       local m, act = members[k + 1], ARGV[10 + 3 * k]
       local a = string.sub(act, 1, 1)
-      if a == 'c' then
+      if a == COMMIT then
         commits[#commits + 1] = m
       else
         redis.call('ZREM', prepare, m)
-        if a == 'r' then
+        if a == ROLLBACK then
           rollback(m, popped % PREPARE_SCALE)
         else
           restore(m, string.sub(act, 2))
@@ -147,7 +155,13 @@ local function fence()
     return cur or ''
   end
   local mine, theirs = tonumber(fenceArg), cur and tonumber(cur)
-  if cur and not theirs then return cur end -- another coordinator's record
+  if cur and not theirs then
+    -- The Redis coordinator's record: released ("<token>:") is free, held
+    -- ("<token>:<worker>") is another worker's.
+    if not string.match(cur, '^%d+:$') then return cur end
+    redis.call('SET', owner, fenceArg)
+    return nil
+  end
   if theirs and theirs > mine then return cur end
   if (not theirs) or theirs < mine then redis.call('SET', owner, fenceArg) end
   return nil
@@ -187,12 +201,12 @@ end
 -- how many it popped and whether it gave up on many held-back entries.
 local function pop(out)
   local guarded = preparing > 0
-  local popped, offset, budget = 0, 0, 4 * max + 256
+  local popped, offset, budget = 0, 0, 4 * max + SCAN_SLACK
   local padd = {}
   while popped < max and budget > 0 do
     local want = max - popped
     local items
-    if order == 'p' then
+    if order == ORDER_PRIORITY then
       items = redis.call('ZREVRANGEBYSCORE', store, '+inf', '-inf', 'WITHSCORES', 'LIMIT', offset, want)
     else
       items = redis.call('ZRANGEBYSCORE', store, '-inf', nowMs, 'WITHSCORES', 'LIMIT', offset, want)
@@ -220,7 +234,19 @@ local function pop(out)
         out[#out + 1] = s
       end
     end
-    if #taken > 0 then redis.call('ZREM', store, unpack(taken)) end
+    if #taken > 0 then
+      if skipped == 0 and offset == 0 then
+        -- The taken entries are the first ranks in pop order: one range
+        -- removal instead of a search per member (deep stores).
+        if order == ORDER_PRIORITY then
+          redis.call('ZREMRANGEBYRANK', store, -#taken, -1)
+        else
+          redis.call('ZREMRANGEBYRANK', store, 0, #taken - 1)
+        end
+      else
+        redis.call('ZREM', store, unpack(taken))
+      end
+    end
     popped = popped + #taken
     if skipped == 0 or got < want then break end
     offset = offset + skipped
@@ -235,8 +261,8 @@ end
 local function nextDue(crowded, popped)
   local nxt = -1
   local function earlier(v) if nxt < 0 or v < nxt then nxt = v end end
-  if crowded then earlier(nowMs + 1000) end -- many held-back entries: look again soon
-  if order == 't' then
+  if crowded then earlier(nowMs + CROWDED_LOOK_MS) end
+  if order == ORDER_DUE then
     local h = redis.call('ZRANGEBYSCORE', store, string.format('(%d', nowMs), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     if h[2] then earlier(tonumber(h[2])) end
   end

@@ -103,6 +103,15 @@ func (f Fence) arg() string {
 // String returns the fence as the cycle script receives it.
 func (f Fence) String() string { return f.arg() }
 
+// The flags of cycle.lua's ARGV (see its header).
+const (
+	orderDue, orderPriority = "t", "p" // due scores lowest first; highest score first
+	mergeKeepFirst          = "m"      // a restore keeps the lower score (RangeMerge)
+	mergeNever              = "n"      // a restore never overwrites a newer copy
+	actCommit, actRollback  = "c", "r"
+	actRestore              = "s" // followed by the original store score
+)
+
 // CycleRequest is one call of the cycle script.
 type CycleRequest struct {
 	Priority  bool          // pop highest score first (else due scores, lowest first)
@@ -126,12 +135,12 @@ type CycleResult struct {
 
 // Cycle implements Broker.
 func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleRequest) (CycleResult, error) {
-	order, merge := "t", "n"
+	order, merge := orderDue, mergeNever
 	if req.Priority {
-		order = "p"
+		order = orderPriority
 	}
 	if req.KeepFirst {
-		merge = "m"
+		merge = mergeKeepFirst
 	}
 	args := make([]any, 0, 7+3*len(req.Outcomes))
 	args = append(args, order, merge, req.Max, int64(req.Timeout/time.Second), req.Fence.arg(), string(req.Waits),
@@ -151,11 +160,11 @@ func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleReques
 func actionArg(o Outcome) string {
 	switch o.action {
 	case Commit:
-		return "c"
+		return actCommit
 	case Rollback:
-		return "r"
+		return actRollback
 	default:
-		return "s" + o.score
+		return actRestore + o.score
 	}
 }
 
