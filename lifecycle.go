@@ -106,12 +106,16 @@ func (c *Client) Start(ctx context.Context) error {
 // only forbids starting.
 //
 // If ctx ends first, consumption is abandoned: listeners' contexts are
-// cancelled, and Shutdown returns ctx.Err() once no goroutine of the
-// consumers touches Redis any more, which is at most one Redis call's
-// timeout after ctx ends (the go-redis client's ReadTimeout or WriteTimeout,
-// 3 s by default). Listeners still running then are left to return on their
-// own; their outcomes are not settled, so their messages are delivered again
-// after the consume timeout (at least once, never lost).
+// cancelled, the coordinator's calls under way are cancelled, and Shutdown
+// returns ctx.Err() once no goroutine of the consumers touches Redis any
+// more. That is one Redis call after ctx ends: at most the go-redis
+// client's DialTimeout plus its ReadTimeout (5 s + 3 s by default) when
+// Redis is unreachable, milliseconds otherwise; then up to 1 s to tell the
+// group this process left and 1 s to remove its presence entry (the
+// coordinator's records expire by themselves if those fail). Listeners
+// still running then are left to return on their own; their outcomes are not
+// settled, so their messages are delivered again after the consume timeout
+// (at least once, never lost).
 func (c *Client) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	state, stop, done := c.state, c.stop, c.done
@@ -138,8 +142,9 @@ func (c *Client) Shutdown(ctx context.Context) error {
 // the Redis client, which the caller closes after Close.
 //
 // If ctx ends first, Close returns ctx.Err() once no goroutine of the client
-// touches Redis any more (see Shutdown for how long that can take). Close
-// is idempotent.
+// touches Redis any more (see Shutdown for how long that can take; the
+// producer adds at most one write under way, bounded the same way, and fails
+// Sends still queued with ErrClosed). Close is idempotent.
 func (c *Client) Close(ctx context.Context) error {
 	err := c.Shutdown(ctx)
 	c.mu.Lock()

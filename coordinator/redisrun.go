@@ -115,6 +115,17 @@ func (r *redisRun) run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	defer bg.Wait()
 	defer stopBackground()
+	// Abandoning ends the Redis calls under way at once: the client waits
+	// for this Run before it returns from Shutdown or Close.
+	stopOnAbandon := make(chan struct{})
+	defer close(stopOnAbandon)
+	go func() {
+		select {
+		case <-r.m.Abandoned:
+			stopBackground()
+		case <-stopOnAbandon:
+		}
+	}()
 	bg.Go(func() { r.listen(background) })
 	// The heartbeat outlives ctx: leases must stay valid while leave waits
 	// for in-flight listeners.

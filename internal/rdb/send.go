@@ -234,13 +234,29 @@ func (s *sender) writeQueued(rounds int) bool {
 }
 
 // close refuses further Sends, waits up to ctx until the queue is written,
-// then closes the strategy, which waits (within ctx) for the replies.
+// then closes the strategy, which waits (within ctx) for the replies. If ctx
+// ends first, what is still queued fails with ErrClosed unsent, and close
+// still waits for the writes under way (a pipeline ends within the go-redis
+// client's timeouts; a stream write does not wait for replies), so that no
+// writer touches Redis once it returns.
 func (s *sender) close(ctx context.Context) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	for s.writing() && ctx.Err() == nil {
 		wait.Sleep(ctx, time.Millisecond)
+	}
+	if s.writing() {
+		s.mu.Lock()
+		queued := s.pending
+		s.pending = nil
+		s.mu.Unlock()
+		for _, r := range queued {
+			r.finish(ErrClosed)
+		}
+		for s.writing() {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	s.strategy.close(ctx)
 }

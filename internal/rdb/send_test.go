@@ -245,37 +245,59 @@ func TestSenderReturnsWhenCtxEnds(t *testing.T) {
 }
 
 // Close waits for the queue to be written (within its ctx), closes the
-// strategy, and refuses later Sends.
+// strategy, and refuses later Sends. If its ctx ends first, what is still
+// queued fails unsent, and Close still returns only once the writes under
+// way are over: no writer touches Redis after it.
 func TestSenderClose(t *testing.T) {
 	f := &fakeStrategy{gate: make(chan struct{})}
 	s := newSender(f, new(SendCounts))
-	pending := sendAll(s, "m", 5)
-	require.Eventually(t, func() bool {
-		w, _ := f.snapshot()
-		queued := 0
-		for _, b := range w {
-			queued += len(b)
+	// Both pipeline writers get stuck in a write of one Send each, then
+	// three Sends queue behind them.
+	var waits []func() []error
+	for i, n := range []int{1, 1, 3} {
+		waits = append(waits, sendAll(s, fmt.Sprint("m", i), n))
+		require.Eventually(t, func() bool {
+			w, _ := f.snapshot()
+			return len(w) == min(i+1, 2) && s.queued() == map[int]int{0: 0, 1: 0, 2: 3}[i]
+		}, 5*time.Second, time.Millisecond)
+	}
+	pending := func() []error {
+		var errs []error
+		for _, w := range waits {
+			errs = append(errs, w()...)
 		}
-		return queued+s.queued() == 5
-	}, 5*time.Second, time.Millisecond, "every Send is in a write or queued")
+		return errs
+	}
+	inWrites := 2
 
 	short, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	s.close(short) // the write is stuck: Close gives up with its ctx
-	assert.Equal(t, int64(1), f.closes.Load())
-	assert.ErrorIs(t, s.send(context.Background(), entry("late")), ErrClosed)
-
 	closed := make(chan struct{})
-	go func() { s.close(context.Background()); close(closed) }()
+	go func() { s.close(short); close(closed) }()
 	select {
 	case <-closed:
 		t.Fatal("Close returned while a write was under way")
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(100 * time.Millisecond):
 	}
+	assert.ErrorIs(t, s.send(context.Background(), entry("late")), ErrClosed)
 	close(f.gate)
 	<-closed
+	assert.False(t, s.writing())
+	assert.Equal(t, int64(1), f.closes.Load())
+	var stored, refused int
 	for _, err := range pending() {
-		assert.NoError(t, err, "Sends queued before Close are written")
+		if err == nil {
+			stored++
+		} else {
+			assert.ErrorIs(t, err, ErrClosed)
+			refused++
+		}
 	}
+	assert.Equal(t, inWrites, stored, "the Sends in the writes under way are stored")
+	assert.Equal(t, 5-inWrites, refused, "the Sends still queued when ctx ended fail unsent")
+	w, _ := f.snapshot()
+	assert.Len(t, w, 2, "no write starts after ctx ended")
+
+	s.close(context.Background()) // idempotent
 	assert.Equal(t, int64(2), f.closes.Load())
 }
