@@ -1,0 +1,281 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClusterOptions configure StartCluster.
+type ClusterOptions struct {
+	// NodeTimeout is the cluster-node-timeout: how long a master may not
+	// answer before it is marked failed. Default 2 s.
+	NodeTimeout time.Duration
+	// ExtraArgs are added to every node's command line.
+	ExtraArgs []string
+}
+
+// PrivateCluster is a private 6-node Redis Cluster (3 masters, 3 replicas) on
+// loopback, started by StartCluster and stopped when its test ends.
+type PrivateCluster struct {
+	nodes []*RedisServer
+
+	mu     sync.Mutex
+	killed map[string]killedMaster // by address
+}
+
+// ClusterMaster is a master of the cluster and the hash slots it serves.
+type ClusterMaster struct {
+	Addr  string
+	ID    string
+	Slots []SlotRange
+}
+
+// killedMaster is what a killed master held at its kill, and which replica
+// should take it over.
+type killedMaster struct {
+	ClusterMaster
+	replica string // address of its replica
+}
+
+// StartCluster starts a 6-node Redis Cluster of the test's own on free
+// loopback ports (each node in a directory of its own), creates it with
+// redis-cli --cluster create, and waits until every node reports
+// cluster_state:ok and every replica's link to its master is up. The nodes
+// are stopped when t ends. A missing redis-server or redis-cli skips or fails
+// t (see Missing).
+func StartCluster(t testing.TB, opts ClusterOptions) *PrivateCluster {
+	t.Helper()
+	requireRedisServer(t)
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		Missing(t, "redis-cli")
+	}
+	if opts.NodeTimeout <= 0 {
+		opts.NodeTimeout = 2 * time.Second
+	}
+	base := t.TempDir()
+	c := &PrivateCluster{killed: map[string]killedMaster{}}
+	for i := range 6 {
+		dir := filepath.Join(base, "node-"+strconv.Itoa(i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, launchRedis(t, dir, "", func(port int) []string {
+			return append([]string{"--cluster-enabled", "yes",
+				"--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf",
+				"--cluster-node-timeout", strconv.FormatInt(opts.NodeTimeout.Milliseconds(), 10),
+				"--cluster-announce-ip", "127.0.0.1", "--appendonly", "no",
+				"--repl-diskless-sync-delay", "0"}, opts.ExtraArgs...)
+		}, clusterPort))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	out, err := exec.CommandContext(ctx, "redis-cli", append(args, "--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := c.waitReady(ctx); err != nil {
+		t.Fatalf("cluster %v not ready: %v", c.Addrs(), err)
+	}
+	return c
+}
+
+// Addrs returns the addresses of all six nodes, dead or alive.
+func (c *PrivateCluster) Addrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.Addr()
+	}
+	return addrs
+}
+
+// Masters returns the masters serving hash slots, as a live node sees them,
+// ordered by their first slot.
+func (c *PrivateCluster) Masters(ctx context.Context) ([]ClusterMaster, error) {
+	nodes, err := c.view(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ms []ClusterMaster
+	for _, n := range nodes {
+		if n.Serves() && len(n.Slots) > 0 {
+			ms = append(ms, ClusterMaster{Addr: n.Addr, ID: n.ID, Slots: n.Slots})
+		}
+	}
+	slices.SortFunc(ms, func(a, b ClusterMaster) int { return a.Slots[0].First - b.Slots[0].First })
+	return ms, nil
+}
+
+// MasterOf returns the address of the master serving hashSlot.
+func (c *PrivateCluster) MasterOf(ctx context.Context, hashSlot int) (string, error) {
+	ms, err := c.Masters(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range ms {
+		if (ClusterNode{Slots: m.Slots}).OwnsSlot(hashSlot) {
+			return m.Addr, nil
+		}
+	}
+	return "", fmt.Errorf("no master serves hash slot %d", hashSlot)
+}
+
+// Kill ends the node at addr with SIGKILL and waits until its process is
+// gone. A master's slots and replica are noted first, for WaitPromotion.
+func (c *PrivateCluster) Kill(t testing.TB, addr string) {
+	t.Helper()
+	n := c.node(addr)
+	if n == nil {
+		t.Fatalf("kill %s: not a node of the cluster %v", addr, c.Addrs())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	nodes, err := c.view(ctx)
+	if err != nil {
+		t.Fatalf("kill %s: %v", addr, err)
+	}
+	for _, m := range nodes {
+		if m.Addr != addr || !m.Serves() {
+			continue
+		}
+		k := killedMaster{ClusterMaster: ClusterMaster{Addr: m.Addr, ID: m.ID, Slots: m.Slots}}
+		for _, r := range nodes {
+			if r.MasterID == m.ID && !r.Has("fail") {
+				k.replica = r.Addr
+			}
+		}
+		c.mu.Lock()
+		c.killed[addr] = k
+		c.mu.Unlock()
+	}
+	n.Kill(t)
+}
+
+// WaitPromotion waits until the replica of deadAddr, a master killed with
+// Kill, is a master serving all of the dead master's slots, polling CLUSTER
+// NODES on that replica every 20 ms. It returns when that was first seen and
+// the replica's address.
+func (c *PrivateCluster) WaitPromotion(ctx context.Context, deadAddr string) (time.Time, string, error) {
+	c.mu.Lock()
+	k, ok := c.killed[deadAddr]
+	c.mu.Unlock()
+	if !ok {
+		return time.Time{}, "", fmt.Errorf("%s is not a master killed with Kill", deadAddr)
+	}
+	if k.replica == "" {
+		return time.Time{}, "", fmt.Errorf("master %s had no replica at its kill", deadAddr)
+	}
+	rc := redis.NewClient(&redis.Options{Addr: k.replica, MaxRetries: -1, DialTimeout: time.Second})
+	defer rc.Close()
+	last := errors.New("no reply yet")
+	for {
+		if reply, err := rc.ClusterNodes(ctx).Result(); err != nil {
+			last = err
+		} else if nodes, err := parseClusterNodes(reply); err != nil {
+			last = err
+		} else {
+			for _, n := range nodes {
+				if n.Addr == k.replica {
+					if n.Serves() && n.Owns(k.Slots) {
+						return time.Now(), k.replica, nil
+					}
+					last = fmt.Errorf("replica %s: flags %v, slots %v", n.Addr, n.Flags, n.Slots)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, "", fmt.Errorf("promotion of %s's replica %s: %w (last: %v)", deadAddr, k.replica, ctx.Err(), last)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// node returns the server at addr, nil if none.
+func (c *PrivateCluster) node(addr string) *RedisServer {
+	for _, n := range c.nodes {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// view returns CLUSTER NODES as the first live node sees it.
+func (c *PrivateCluster) view(ctx context.Context) ([]ClusterNode, error) {
+	var last error = errors.New("no live node")
+	for _, n := range c.nodes {
+		if !n.Alive() {
+			continue
+		}
+		reply, err := nodeCommand(ctx, n.Addr(), func(ctx context.Context, rc *redis.Client) (string, error) {
+			return rc.ClusterNodes(ctx).Result()
+		})
+		if err != nil {
+			last = err
+			continue
+		}
+		return parseClusterNodes(reply)
+	}
+	return nil, last
+}
+
+// waitReady waits until every node reports cluster_state:ok, all 16384 slots
+// served and all 6 nodes known, and every replica's link to its master is up.
+func (c *PrivateCluster) waitReady(ctx context.Context) error {
+	var last error
+	for {
+		if last = c.ready(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *PrivateCluster) ready(ctx context.Context) error {
+	for _, n := range c.nodes {
+		info, err := nodeCommand(ctx, n.Addr(), func(ctx context.Context, rc *redis.Client) (string, error) {
+			ci, err := rc.ClusterInfo(ctx).Result()
+			if err != nil {
+				return "", err
+			}
+			ri, err := rc.Info(ctx, "replication").Result()
+			return ci + ri, err
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Addr(), err)
+		}
+		for _, want := range []string{"cluster_state:ok", "cluster_slots_ok:16384", "cluster_known_nodes:6"} {
+			if !strings.Contains(info, want+"\r\n") {
+				return fmt.Errorf("%s: no %s yet", n.Addr(), want)
+			}
+		}
+		if strings.Contains(info, "role:slave") && !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("replica %s: link to its master not up yet", n.Addr())
+		}
+	}
+	return nil
+}
+
+// nodeCommand runs fn on a fresh connection to one node.
+func nodeCommand(ctx context.Context, addr string, fn func(context.Context, *redis.Client) (string, error)) (string, error) {
+	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer rc.Close()
+	return fn(ctx, rc)
+}
