@@ -40,11 +40,14 @@ func StartRedis(t testing.TB, args ...string) *RedisServer {
 	return launchRedis(t, t.TempDir(), "", func(int) []string { return args }, freePort)
 }
 
-// requireRedisServer skips or fails t when redis-server is not installed
-// or the tests run with -short.
+// requireRedisServer skips t with -short, and skips or fails it (see
+// Missing) when redis-server is not installed.
 func requireRedisServer(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil || testing.Short() {
+	if testing.Short() {
+		t.Skip("-short: no private redis-server")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
 		Missing(t, "redis-server")
 	}
 }
