@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/rdb"
 )
 
 // Sentinel errors. Every error returned for bad input wraps one of these, with
@@ -62,6 +63,12 @@ var (
 	ErrTopicNotEmpty = errors.New("rmq: topic not empty")
 	// ErrTopicInUse: DeleteTopic of a topic a running process consumes.
 	ErrTopicInUse = errors.New("rmq: topic in use")
+	// ErrNotReplicated: a Send or SendBatch of a client made WithReplicaAck
+	// whose write Redis stored but did not confirm on enough replicas in
+	// time; the error wraps what Redis said. The message may be lost if its
+	// master dies before a replica has it; sending it again is safe (the
+	// same content merges).
+	ErrNotReplicated = rdb.ErrNotReplicated
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("rmq: client closed")
 	// ErrNotOwner: returned by a listener (or seen in logs) when this worker may

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/rdb"
 )
 
 // Option configures a Client; see New.
@@ -23,6 +24,7 @@ type config struct {
 	idlePoll       time.Duration
 	maxContent     int
 	sendStream     bool
+	replicaAck     rdb.ReplicaAck
 	errs           []error
 }
 
@@ -163,4 +165,29 @@ func WithMaxContentSize(n int) Option {
 // README's Sending section.
 func WithSendStream(on bool) Option {
 	return func(c *config) { c.sendStream = on }
+}
+
+// WithReplicaAck makes Send and SendBatch return only once Redis has copied
+// the write to at least replicas replicas, waiting at most timeout (Redis's
+// WAIT, sent right after the write on the connection that carried it, on the
+// send stream too). A write not confirmed in time fails with
+// ErrNotReplicated, wrapping what Redis said: the message is stored on the
+// master but may be lost if the master dies before its replicas have it. With
+// it, an acknowledged Send survives a failover to a replica that
+// acknowledged it. Default: no wait (a Send returns once the master stored
+// the message). replicas at least 1; timeout 1ms..1m, and below the go-redis
+// client's ReadTimeout so that the wait is not taken for a silent server. See
+// the README's Failover section for its cost.
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	return func(c *config) {
+		if replicas < 1 {
+			c.fail("replica ack of %d replicas is below 1", replicas)
+			return
+		}
+		if timeout < time.Millisecond || timeout > time.Minute {
+			c.fail("replica ack timeout %v outside 1ms..1m", timeout)
+			return
+		}
+		c.replicaAck = rdb.ReplicaAck{Replicas: replicas, Timeout: timeout}
+	}
 }

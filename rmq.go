@@ -93,7 +93,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Client, error) {
 func newClient(r redis.UniversalClient, cfg config) *Client {
 	keys := rdb.NewKeyspace(cfg.namespace)
 	c := &Client{cfg: cfg, keys: keys, subs: make(map[string]*subscription)}
-	c.broker = rdb.New(r, keys, rdb.WithSendStream(cfg.sendStream), rdb.WithSendCounts(&c.counters.send), rdb.WithLogger(cfg.logger))
+	c.broker = rdb.New(r, keys, rdb.WithSendStream(cfg.sendStream), rdb.WithSendCounts(&c.counters.send),
+		rdb.WithLogger(cfg.logger), rdb.WithReplicaAck(cfg.replicaAck))
 	c.hard, c.hardCancel = context.WithCancel(context.Background())
 	c.abandoned = make(chan struct{})
 	c.coord = rdb.NewCoordination(r, keys)

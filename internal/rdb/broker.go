@@ -112,6 +112,7 @@ type redisBroker struct {
 	send    *sender
 	counts  *SendCounts
 	log     *slog.Logger
+	ack     ReplicaAck // writes of entries wait for replicas
 }
 
 var _ Broker = (*redisBroker)(nil)
@@ -123,10 +124,10 @@ func New(rdb redis.UniversalClient, keys Keyspace, opts ...Option) Broker {
 		opt(&o)
 	}
 	_, cluster := rdb.(*redis.ClusterClient)
-	b := &redisBroker{rdb: rdb, keys: keys, cluster: cluster, counts: o.counts, log: o.log}
+	b := &redisBroker{rdb: rdb, keys: keys, cluster: cluster, counts: o.counts, log: o.log, ack: o.ack}
 	var st strategy = &sendPipe{b: b}
 	if o.stream {
-		if s := newSendStream(rdb, o.log); s != nil {
+		if s := newSendStream(rdb, o.ack, o.log); s != nil {
 			st = s
 		}
 	}
@@ -141,6 +142,7 @@ type options struct {
 	stream bool
 	counts *SendCounts
 	log    *slog.Logger
+	ack    ReplicaAck
 }
 
 // WithSendStream sets whether Send uses the full-duplex stream where the
@@ -149,6 +151,11 @@ func WithSendStream(on bool) Option { return func(o *options) { o.stream = on } 
 
 // WithSendCounts sets the counters the sender adds to (default: its own).
 func WithSendCounts(c *SendCounts) Option { return func(o *options) { o.counts = c } }
+
+// WithReplicaAck makes every write of entries (Send and Enqueue) wait until
+// ack.Replicas replicas have it, for at most ack.Timeout; entries the wait
+// did not confirm fail with ErrNotReplicated. Default: no wait.
+func WithReplicaAck(ack ReplicaAck) Option { return func(o *options) { o.ack = ack } }
 
 // WithLogger sets the logger of failed wake-up publications (default: silent).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }

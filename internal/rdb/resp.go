@@ -80,6 +80,14 @@ func appendZAdd(b []byte, e *Entry) []byte {
 	return appendBulk(b, e.Member)
 }
 
+// appendWait writes WAIT replicas timeout-ms.
+func appendWait(b []byte, a ReplicaAck) []byte {
+	b = append(b, "*3\r\n$4\r\nWAIT\r\n"...)
+	var num [20]byte
+	b = appendBulk(b, strconv.AppendInt(num[:0], int64(a.Replicas), 10))
+	return appendBulk(b, strconv.AppendInt(num[:0], a.Timeout.Milliseconds(), 10))
+}
+
 // appendPublish writes PUBLISH channel payload.
 func appendPublish(b []byte, p *Publication) []byte {
 	b = append(b, "*3\r\n$7\r\nPUBLISH\r\n"...)
@@ -87,43 +95,49 @@ func appendPublish(b []byte, p *Publication) []byte {
 	return appendBulk(b, p.Payload)
 }
 
-// readReply reads one whole reply. replyErr is the reply itself when it is an
-// error reply; err is an I/O or protocol failure, after which the connection
-// is unusable.
-func readReply(rd *bufio.Reader) (replyErr error, err error) {
+// readReply reads one whole reply. n is the value of an integer reply (0 for
+// any other); replyErr is the reply itself when it is an error reply; err is
+// an I/O or protocol failure, after which the connection is unusable.
+func readReply(rd *bufio.Reader) (n int64, replyErr error, err error) {
 	line, err := readLine(rd)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	switch line[0] {
 	case '-':
-		return ReplyError(line[1:]), nil
-	case '+', ':':
-		return nil, nil
+		return 0, ReplyError(line[1:]), nil
+	case '+':
+		return 0, nil, nil
+	case ':':
+		v, err := strconv.ParseInt(string(line[1:]), 10, 64)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%w: %q", errProtocol, line)
+		}
+		return v, nil, nil
 	case '$':
-		n, err := strconv.Atoi(string(line[1:]))
+		size, err := strconv.Atoi(string(line[1:]))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q", errProtocol, line)
+			return 0, nil, fmt.Errorf("%w: %q", errProtocol, line)
 		}
-		if n >= 0 {
-			if _, err := rd.Discard(n + 2); err != nil {
-				return nil, err
+		if size >= 0 {
+			if _, err := rd.Discard(size + 2); err != nil {
+				return 0, nil, err
 			}
 		}
-		return nil, nil
+		return 0, nil, nil
 	case '*':
-		n, err := strconv.Atoi(string(line[1:]))
+		size, err := strconv.Atoi(string(line[1:]))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q", errProtocol, line)
+			return 0, nil, fmt.Errorf("%w: %q", errProtocol, line)
 		}
-		for range max(n, 0) {
-			if _, err := readReply(rd); err != nil {
-				return nil, err
+		for range max(size, 0) {
+			if _, _, err := readReply(rd); err != nil {
+				return 0, nil, err
 			}
 		}
-		return nil, nil
+		return 0, nil, nil
 	}
-	return nil, fmt.Errorf("%w: %q", errProtocol, line)
+	return 0, nil, fmt.Errorf("%w: %q", errProtocol, line)
 }
 
 // readLine returns the next line without its CRLF; the slice is valid until

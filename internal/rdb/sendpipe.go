@@ -136,6 +136,10 @@ func (b *redisBroker) store(ctx context.Context, entries []Entry, pubs []Publica
 			cmds[i] = pipe.ZAdd(ctx, g.key, g.members...)
 		}
 	}
+	var wait *redis.Cmd
+	if b.ack.on() && len(groups) > 0 {
+		wait = pipe.Do(ctx, "WAIT", b.ack.Replicas, b.ack.Timeout.Milliseconds())
+	}
 	var pubCmds []*redis.IntCmd
 	if !b.cluster {
 		for _, p := range pubs {
@@ -145,9 +149,17 @@ func (b *redisBroker) store(ctx context.Context, entries []Entry, pubs []Publica
 	_, _ = pipe.Exec(ctx) // errors are read per command below
 
 	var errs []error
+	var verdict error // WAIT's, for the entries stored
+	if wait != nil {
+		acked, err := wait.Int64()
+		verdict = b.ack.outcome(acked, err)
+	}
 	stored := int64(len(entries))
 	for i, g := range groups {
 		err := cmds[i].Err()
+		if err == nil {
+			err = verdict
+		}
 		if err == nil {
 			continue
 		}

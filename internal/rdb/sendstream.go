@@ -36,6 +36,7 @@ type sendStream struct {
 	opt     *redis.Options
 	retries retryPolicy // the go-redis client's
 	pubDone Completer   // the outcome of every wake-up publication
+	ack     ReplicaAck  // each write waits for replicas after its entries
 
 	mu     sync.Mutex
 	conn   *streamConn // nil until dialled
@@ -56,7 +57,7 @@ type sendStream struct {
 // if client is not a single-node client, or has options the stream cannot
 // honour (an OnConnect hook, streaming credentials, a rate limiter). Failed
 // wake-up publications are logged to log.
-func newSendStream(client redis.UniversalClient, log *slog.Logger) *sendStream {
+func newSendStream(client redis.UniversalClient, ack ReplicaAck, log *slog.Logger) *sendStream {
 	c, ok := client.(*redis.Client)
 	if !ok {
 		return nil
@@ -65,7 +66,7 @@ func newSendStream(client redis.UniversalClient, log *slog.Logger) *sendStream {
 	if opt.Dialer == nil || opt.OnConnect != nil || opt.StreamingCredentialsProvider != nil || opt.Limiter != nil {
 		return nil
 	}
-	return &sendStream{opt: opt, retries: clientRetries(opt), pubDone: (*wakeOutcome)(log)}
+	return &sendStream{opt: opt, retries: clientRetries(opt), pubDone: (*wakeOutcome)(log), ack: ack}
 }
 
 // write implements strategy: the batch's entries, then their wake-ups.
@@ -92,11 +93,19 @@ func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
 }
 
 // writeCommands sends ZADD for each entry (entries[i] completes done[i]),
-// then PUBLISH for each publication (each completes pubDone), on the current
-// connection, dialling one if there is none. Every completer is completed
-// exactly once, whatever happens.
+// then WAIT when the stream waits for replicas (done[i] then completes once
+// WAIT answered), then PUBLISH for each publication (each completes pubDone),
+// on the current connection, dialling one if there is none. Every completer
+// is completed exactly once, whatever happens.
 func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Publication, pubDone Completer) {
 	all := append(s.all[:0], done...)
+	if s.ack.on() && len(done) > 0 {
+		g := newAckGroup(s.ack, done)
+		all = all[:0]
+		for range len(done) + 1 { // each ZADD, then the WAIT
+			all = append(all, g)
+		}
+	}
 	for range pubs {
 		all = append(all, pubDone)
 	}
@@ -109,6 +118,9 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 	b := s.buf[:0]
 	for i := range entries {
 		b = appendZAdd(b, &entries[i])
+	}
+	if s.ack.on() && len(done) > 0 {
+		b = appendWait(b, s.ack)
 	}
 	for i := range pubs {
 		b = appendPublish(b, &pubs[i])

@@ -57,7 +57,7 @@ func (c *streamConn) handshake(ctx context.Context, cmds [][]string) error {
 		return err
 	}
 	for _, cmd := range cmds {
-		replyErr, err := readReply(c.rd)
+		_, replyErr, err := readReply(c.rd)
 		if err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func (c *streamConn) readReplies() {
 				}
 			}
 		}
-		replyErr, err := readReply(c.rd)
+		n, replyErr, err := readReply(c.rd)
 		if err != nil {
 			c.complete(taken[head:], c.fail(fmt.Errorf("rdb: read from redis: %w", err)))
 			return
@@ -189,7 +189,11 @@ func (c *streamConn) readReplies() {
 			c.complete(taken[head:], err)
 			return
 		}
-		next.Complete(replyErr)
+		if cc, ok := next.(countCompleter); ok {
+			cc.CompleteCount(n, replyErr)
+		} else {
+			next.Complete(replyErr)
+		}
 		c.outstanding.Add(-1)
 		if c.rd.Buffered() > 0 {
 			// More replies are here. Let the sender just woken run first on
