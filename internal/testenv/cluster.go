@@ -163,6 +163,18 @@ func (c *PrivateCluster) Kill(t testing.TB, addr string) {
 	n.Kill(t)
 }
 
+// Restart starts the node at addr again, killed with Kill, on its port and
+// directory: with its nodes config kept it rejoins the cluster, a dead
+// master as a replica of the replica that took its slots.
+func (c *PrivateCluster) Restart(t testing.TB, addr string) {
+	t.Helper()
+	n := c.node(addr)
+	if n == nil {
+		t.Fatalf("restart %s: not a node of the cluster %v", addr, c.Addrs())
+	}
+	n.Restart(t)
+}
+
 // WaitPromotion waits until the replica of deadAddr, a master killed with
 // Kill, is a master serving all of the dead master's slots, polling CLUSTER
 // NODES on that replica every 20 ms. It returns when that was first seen and

@@ -112,6 +112,14 @@ func (s *PrivateSentinel) KillMaster(t testing.TB) {
 	s.master.Kill(t)
 }
 
+// RestartMaster starts the master the deployment started with again, after
+// KillMaster, on its port and directory; once the sentinels see it they make
+// it a replica of the master they promoted.
+func (s *PrivateSentinel) RestartMaster(t testing.TB) {
+	t.Helper()
+	s.master.Restart(t)
+}
+
 // WaitPromotion waits until a sentinel names the replica as the master,
 // asking every sentinel with SENTINEL get-master-addr-by-name every 20 ms. It
 // returns when that was first seen and the replica's address.
