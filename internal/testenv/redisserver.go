@@ -190,9 +190,13 @@ func (s *RedisServer) Alive() bool {
 	}
 }
 
-// Restart starts the server again, on the same port and data directory.
-func (s *RedisServer) Restart(t testing.TB) {
+// Restart starts the server again, on the same port and data directory,
+// with args added to its command line this time.
+func (s *RedisServer) Restart(t testing.TB, args ...string) {
 	t.Helper()
+	base := s.args
+	s.args = append(append([]string(nil), base...), args...)
+	defer func() { s.args = base }()
 	s.start(t)
 }
 

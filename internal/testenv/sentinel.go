@@ -112,12 +112,17 @@ func (s *PrivateSentinel) KillMaster(t testing.TB) {
 	s.master.Kill(t)
 }
 
-// RestartMaster starts the master the deployment started with again, after
-// KillMaster, on its port and directory; once the sentinels see it they make
-// it a replica of the master they promoted.
-func (s *PrivateSentinel) RestartMaster(t testing.TB) {
+// RestartMasterAsReplica starts the master the deployment started with
+// again, after KillMaster, on its port and directory, as a replica of the
+// master at addr (the sentinels would convert it themselves, but only after
+// seeing it back for several seconds).
+func (s *PrivateSentinel) RestartMasterAsReplica(t testing.TB, addr string) {
 	t.Helper()
-	s.master.Restart(t)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("restart %s as a replica of %q: %v", s.master.Addr(), addr, err)
+	}
+	s.master.Restart(t, "--replicaof", host, port)
 }
 
 // WaitPromotion waits until a sentinel names the replica as the master,

@@ -43,8 +43,11 @@ type slotReport struct {
 	killed  bool          // its master was the one killed
 	firstOK time.Duration // from the promotion to the first Send acknowledged at or after it; never if none
 	firstIn time.Duration // from the promotion to the first delivery at or after it; never if none
-	lost    int
-	preKill bool // it had an acknowledged Send and a delivery before the kill
+	// firstOKRejoined is from when the rejoined replica was online to the
+	// first Send acknowledged at or after it (replica-ack variant); never if none.
+	firstOKRejoined time.Duration
+	lost            int
+	preKill         bool // it had an acknowledged Send and a delivery before the kill
 }
 
 // groupReport is the slots of one master, and their delivery rates.
@@ -76,7 +79,7 @@ func (r *failoverRun) analyse() *runReport {
 	}
 	for i := range rep.slots {
 		rep.slots[i] = slotReport{master: r.d.slotMaster[i], killed: r.d.slotMaster[i] == r.d.victim,
-			firstOK: never, firstIn: never}
+			firstOK: never, firstIn: never, firstOKRejoined: never}
 	}
 	var okBefore, inBefore [topicSlots]bool
 	for _, s := range rep.sends {
@@ -100,6 +103,9 @@ func (r *failoverRun) analyse() *runReport {
 		}
 		if end >= r.promote && (sl.firstOK == never || end-r.promote < sl.firstOK) {
 			sl.firstOK = end - r.promote
+		}
+		if ro := r.replicaOnline; ro != never && end >= ro && (sl.firstOKRejoined == never || end-ro < sl.firstOKRejoined) {
+			sl.firstOKRejoined = end - ro
 		}
 		if rep.times[s.seq] > 0 {
 			continue

@@ -18,21 +18,32 @@ func (r *failoverRun) check(rep *runReport) {
 	// Every slot sends and delivers again soon after the promotion. With the
 	// replica ack the promoted replica has no replica of its own until the
 	// killed node rejoins (after the bound), so no Send of its slots can be
-	// acknowledged meanwhile: those slots are held to the delivery bound only.
+	// acknowledged before: those slots are held instead to acknowledged Sends
+	// soon after the rejoined replica is online.
 	var noSend, noDelivery []string
 	for i, s := range rep.slots {
 		desc := fmt.Sprintf("slot %d (%s)", i, s.master)
-		if s.killed {
+		switch {
+		case r.v.replicaAck && s.killed:
+			if s.firstOKRejoined == never || s.firstOKRejoined > recoveryBound {
+				noSend = append(noSend, fmt.Sprintf("slot %d (%s, killed): %s after the rejoined replica was online",
+					i, s.master, ms(s.firstOKRejoined)))
+			}
+			continue
+		case s.killed:
 			desc = fmt.Sprintf("slot %d (%s, killed)", i, s.master)
 		}
-		if (s.firstOK == never || s.firstOK > recoveryBound) && !(r.v.replicaAck && s.killed) {
+		if s.firstOK == never || s.firstOK > recoveryBound {
 			noSend = append(noSend, desc+": "+ms(s.firstOK))
 		}
 		if s.firstIn == never || s.firstIn > recoveryBound {
 			noDelivery = append(noDelivery, desc+": "+ms(s.firstIn))
 		}
 	}
-	assert.Zero(t, len(noSend), "%d slots had no acknowledged Send within %v of the promotion: %s",
+	if r.v.replicaAck {
+		assert.NotEqual(t, never, r.replicaOnline, "the killed node, restarted, never became an online replica of %s", r.newAddr)
+	}
+	assert.Zero(t, len(noSend), "%d slots had no acknowledged Send within %v of the promotion (or of the rejoin): %s",
 		len(noSend), recoveryBound, strings.Join(noSend, "; "))
 	assert.Zero(t, len(noDelivery), "%d slots had no delivery within %v of the promotion: %s",
 		len(noDelivery), recoveryBound, strings.Join(noDelivery, "; "))

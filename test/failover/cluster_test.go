@@ -94,6 +94,6 @@ func runClusterFailover(t *testing.T, coordinator bool, v variant) {
 	slices.Sort(d.notes)
 	d.kill = func(t testing.TB) { c.Kill(t, d.victim) }
 	d.promotion = func(ctx context.Context) (time.Time, string, error) { return c.WaitPromotion(ctx, d.victim) }
-	d.rejoin = func(t testing.TB) { c.Restart(t, d.victim) }
+	d.rejoin = func(t testing.TB, _ string) { c.Restart(t, d.victim) } // its nodes config makes it a replica
 	runFailover(t, ns, d, v)
 }

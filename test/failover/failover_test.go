@@ -64,15 +64,16 @@ type deployment struct {
 	victim     string // the master killed
 	kill       func(t testing.TB)
 	promotion  func(ctx context.Context) (time.Time, string, error)
-	rejoin     func(t testing.TB) // restarts the killed node, to serve as a replica again
-	notes      []string           // what the report says about the deployment
+	rejoin     func(t testing.TB, newMaster string) // restarts the killed node, to serve as a replica again
+	notes      []string                             // what the report says about the deployment
 }
 
 // variant is how the producer's client is made.
 type variant struct {
 	// replicaAck: the producer's client is made WithReplicaAck(1,
 	// replicaAckTimeout), and the killed node is restarted recoveryBound after
-	// the promotion, so that the new master gets a replica to acknowledge.
+	// the promotion, so that the new master gets a replica to acknowledge
+	// (see rejoin).
 	replicaAck bool
 }
 
@@ -91,8 +92,11 @@ type failoverRun struct {
 	stopped time.Duration // when the producers stopped
 	drained time.Duration // when the drain ended
 	newAddr string        // the promoted replica
-	steal   int64         // CPU steal during the run, jiffies
-	notes   []string      // events worth a line in the report
+	// replicaOnline is when the killed node, restarted, was an online replica
+	// of the new master (replica-ack variant; never if not seen).
+	replicaOnline time.Duration
+	steal         int64    // CPU steal during the run, jiffies
+	notes         []string // events worth a line in the report
 }
 
 // newNamespace returns a namespace of the test's own.
@@ -104,7 +108,7 @@ func newNamespace() string {
 
 // runFailover runs the failover scenario on d and checks its outcome.
 func runFailover(t *testing.T, ns string, d deployment, v variant) {
-	r := &failoverRun{t: t, d: d, v: v, ns: ns, bases: slotBases(), rec: newRecorder()}
+	r := &failoverRun{t: t, d: d, v: v, ns: ns, bases: slotBases(), rec: newRecorder(), replicaOnline: never}
 	prodRedis, consRedis := d.newClient(), d.newClient()
 	t.Cleanup(func() { _ = prodRedis.Close(); _ = consRedis.Close() })
 
@@ -147,15 +151,14 @@ func runFailover(t *testing.T, ns string, d deployment, v variant) {
 		at = time.Now()
 	}
 	r.promote, r.newAddr = at.Sub(r.t0), addr
+	var watch *replicaWatch
 	if v.replicaAck && d.rejoin != nil {
-		// Only after the recovery bound: the restarted node answers at the
-		// dead master's address again (with MOVED, as a replica), which would
-		// tell clients of the new master sooner than the failover itself.
-		time.Sleep(time.Until(at.Add(recoveryBound)))
-		d.rejoin(t)
-		r.notes = append(r.notes, "killed node restarted at "+secs(time.Since(r.t0))+" to serve as a replica again")
+		watch = r.rejoin(at)
 	}
 	time.Sleep(time.Until(at.Add(runAfterPromotion)))
+	if watch != nil {
+		r.awaitRejoined(watch, at)
+	}
 	stopProducers()
 	wg.Wait()
 	r.stopped = time.Since(r.t0)

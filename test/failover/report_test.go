@@ -87,13 +87,21 @@ func (r *failoverRun) timeline(rep *runReport) string {
 func (r *failoverRun) slotTable(rep *runReport) string {
 	var b strings.Builder
 	b.WriteString("per slot, from the promotion to the first acknowledged Send and to the first delivery:\n")
-	b.WriteString("  slot  master            killed  first ack   first delivery  lost\n")
+	b.WriteString("  slot  master            killed  first ack   first delivery  lost")
+	if r.v.replicaAck {
+		b.WriteString("  first ack after the rejoined replica was online")
+	}
+	b.WriteString("\n")
 	for i, s := range rep.slots {
 		k := ""
 		if s.killed {
 			k = "yes"
 		}
-		fmt.Fprintf(&b, "  %4d  %-16s  %-6s  %-10s  %-14s  %4d\n", i, s.master, k, ms(s.firstOK), ms(s.firstIn), s.lost)
+		fmt.Fprintf(&b, "  %4d  %-16s  %-6s  %-10s  %-14s  %4d", i, s.master, k, ms(s.firstOK), ms(s.firstIn), s.lost)
+		if r.v.replicaAck {
+			fmt.Fprintf(&b, "  %s", ms(s.firstOKRejoined))
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("per master's slot group, deliveries/s before the kill and from the kill to the promotion:\n")
 	for _, g := range rep.groups {

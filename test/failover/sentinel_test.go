@@ -34,7 +34,7 @@ func runSentinelFailover(t *testing.T, v variant) {
 		victim:    s.MasterAddr(),
 		kill:      s.KillMaster,
 		promotion: s.WaitPromotion,
-		rejoin:    s.RestartMaster,
+		rejoin:    s.RestartMasterAsReplica,
 		notes:     []string{fmt.Sprintf("master %s (KILLED), replica %s", s.MasterAddr(), s.ReplicaAddr())},
 	}
 	for i := range d.slotMaster {
