@@ -9,8 +9,15 @@
 // It checks that every slot sends and delivers again within 2 s of the
 // promotion, that the slots whose master did not die keep 80 % of their
 // delivery rate meanwhile, and that every message acknowledged after the
-// promotion is delivered; with rmq.WithReplicaAck, that no acknowledged
-// message is lost at all. Duplicates are counted, never forbidden.
+// promotion is delivered. The replica-ack variant (rmq.WithReplicaAck)
+// restarts the killed node as a replica 2 s after the promotion, holds the
+// dead master's slots to acknowledged Sends within 2 s of that replica being
+// in sync instead, and checks that no acknowledged message is lost at all.
+// Duplicates are counted, never forbidden.
+//
+// The servers are the test's own, on loopback ports of their own; with
+// -short the tests skip, and where servers are required (CI=true or
+// RMQ_REQUIRE_SERVERS=1) a missing redis-server fails them.
 package failover_test
 
 import (
