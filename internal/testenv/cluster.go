@@ -58,9 +58,7 @@ type killedMaster struct {
 func StartCluster(t testing.TB, opts ClusterOptions) *PrivateCluster {
 	t.Helper()
 	requireRedisServer(t)
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		Missing(t, "redis-cli")
-	}
+	requireBinary(t, "redis-cli")
 	if opts.NodeTimeout <= 0 {
 		opts.NodeTimeout = 2 * time.Second
 	}

@@ -40,16 +40,27 @@ func StartRedis(t testing.TB, args ...string) *RedisServer {
 	return launchRedis(t, t.TempDir(), "", func(int) []string { return args }, freePort)
 }
 
-// requireRedisServer skips t with -short, and skips or fails it (see
-// Missing) when redis-server is not installed.
+// requireRedisServer skips t with -short, and skips it when redis-server is
+// not installed, or fails it where servers are required (see Required).
 func requireRedisServer(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: no private redis-server")
 	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		Missing(t, "redis-server")
+	requireBinary(t, "redis-server")
+}
+
+// requireBinary skips t when the program name is not in PATH, or fails it
+// where servers are required.
+func requireBinary(t testing.TB, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err == nil {
+		return
 	}
+	if Required() {
+		t.Fatalf("%s not found in PATH, and servers are required (CI=true or RMQ_REQUIRE_SERVERS=1): run scripts/test.sh", name)
+	}
+	t.Skipf("%s not found in PATH: run scripts/test.sh for real servers", name)
 }
 
 // launchRedis starts a redis-server in dir on a port from pick, with the
