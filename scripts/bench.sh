@@ -3,23 +3,44 @@
 #
 # Usage:
 #   scripts/bench.sh [--rounds N] [--n MESSAGES] [--scenarios a,b,...] [--systems a,b,...]
-#                    [--port P] [--aof] [--out FILE] [-- EXTRA rmqbench FLAGS...]
+#                    [--port P] [--cluster] [--cluster-port BASE] [--aof] [--out FILE]
+#                    [-- EXTRA rmqbench FLAGS...]
 #
 #   --rounds N      interleaved rounds (default 3; at least 3 for published figures)
 #   --n MESSAGES    messages per scenario (default 100000)
-#   --scenarios     comma list of produce,consume,punctuality,memory,idle,merge,scaling
-#                   (default: all)
+#   --scenarios     comma list (default: all) of
+#                     produce      Send / SendBatch against the peers and raw ZADD yardsticks
+#                     consume      drain a backlog of n through the full two-phase path
+#                     punctuality  lateness of FixedTime messages
+#                     memory       Redis memory per queued message
+#                     idle         commands per idle slot, one worker with 1,024 slots
+#                     merge        RangeMerge: many sends, one listener call per content
+#                     scaling      consume with slots = threads = 1, 4, 16, 64
+#                     isolation    a drain beside a topic whose listener blocks or fails
+#                     cluster      Send, SendBatch, consume on a private 6-node Redis Cluster
+#                                  against the single node (starts the cluster itself)
+#                     manyslots    one client on 100 topics x 256 idle slots: start-up,
+#                                  idle commands, memory, lateness
+#                     backlog      consume behind backlogs of 100k, 1M and 10M (~2 GB of Redis
+#                                  memory; sizes: -- -backlog-sizes 100000,300000)
 #   --systems       comma list of rmq,asynq,adjust,bare (default: all)
 #   --port P        port of the private redis-server (default 16400)
+#   --cluster       start the private Redis Cluster even if the cluster scenario is not
+#                   selected (it starts whenever it is, including by default)
+#   --cluster-port BASE  first port of the cluster: BASE..BASE+5, bus ports +10000 (default
+#                   16410; all twelve must be free)
 #   --aof           run redis with "appendonly yes, appendfsync everysec"
-#                   (default: no persistence: --save "" --appendonly no)
+#                   (default: no persistence: --save "" --appendonly no; the cluster never
+#                   persists)
 #   --out FILE      also write the markdown report to FILE (e.g. bench/RESULTS.md)
 #   everything after "--" goes to the Go program unchanged (see: go run ./cmd/rmqbench -h)
 #
 # What it does: installs redis-server/redis-tools with apt-get if they are missing, starts
-# one redis-server on 127.0.0.1:P in a temporary directory, builds and runs
-# bench/cmd/rmqbench against it, and stops exactly the redis-server PID it started (also on
-# Ctrl-C or error). The markdown report goes to stdout; progress goes to stderr.
+# one redis-server on 127.0.0.1:P in a temporary directory (and, for the cluster scenario,
+# six cluster nodes in directories of their own under it), builds and runs
+# bench/cmd/rmqbench against them, and stops exactly the redis-server PIDs it started (also
+# on Ctrl-C or error). The markdown report goes to stdout; progress goes to stderr. With
+# no arguments it runs every scenario, 3 rounds: about 12 minutes on a 2-core VM.
 
 set -euo pipefail
 
@@ -31,6 +52,8 @@ N=100000
 SCENARIOS=""
 SYSTEMS=""
 PORT=16400
+CLUSTER=0
+CLUSTER_PORT=16410
 AOF=0
 OUT=""
 EXTRA=()
@@ -48,10 +71,12 @@ while (($# > 0)); do
 	--scenarios) SCENARIOS=${2:?--scenarios needs a value}; shift 2 ;;
 	--systems) SYSTEMS=${2:?--systems needs a value}; shift 2 ;;
 	--port) PORT=${2:?--port needs a value}; shift 2 ;;
+	--cluster) CLUSTER=1; shift ;;
+	--cluster-port) CLUSTER_PORT=${2:?--cluster-port needs a value}; shift 2 ;;
 	--aof) AOF=1; shift ;;
 	--out) OUT=${2:?--out needs a value}; shift 2 ;;
 	--) shift; EXTRA=("$@"); break ;;
-	-h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,43p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 done
@@ -105,7 +130,14 @@ stop_redis() {
 	say "stopped redis-server (pid $pid)"
 }
 
+# shellcheck source=scripts/bench-cluster.sh
+source "$ROOT/scripts/bench-cluster.sh"
+if [[ -z $SCENARIOS || ,$SCENARIOS, == *,cluster,* ]]; then
+	CLUSTER=1
+fi
+
 cleanup() {
+	cluster_stop
 	stop_redis
 	rm -rf "$WORK"
 }
@@ -128,6 +160,9 @@ for _ in $(seq 1 100); do
 done
 redis-cli -h 127.0.0.1 -p "$PORT" ping >/dev/null 2>&1 || die "redis-server did not answer on port $PORT"
 say "redis-server $(redis-server --version | awk '{print $3}') pid $REDIS_PID on 127.0.0.1:$PORT (aof=$AOF)"
+if ((CLUSTER)); then
+	cluster_start "$WORK" "$CLUSTER_PORT"
+fi
 
 # --- the benchmark ---------------------------------------------------------------------
 
@@ -143,6 +178,7 @@ say "building bench/cmd/rmqbench"
 ARGS=(-redis "127.0.0.1:$PORT" -rounds "$ROUNDS" -n "$N" -commit "$COMMIT")
 [[ -n $SCENARIOS ]] && ARGS+=(-scenarios "$SCENARIOS")
 [[ -n $SYSTEMS ]] && ARGS+=(-systems "$SYSTEMS")
+[[ -n $CLUSTER_ADDRS ]] && ARGS+=(-cluster "$CLUSTER_ADDRS")
 ARGS+=("${EXTRA[@]}")
 
 say "running: rmqbench ${ARGS[*]}"

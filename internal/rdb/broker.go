@@ -106,13 +106,13 @@ type DeadEntry struct {
 
 // redisBroker is the Broker on a go-redis client, single node or cluster.
 type redisBroker struct {
-	rdb     redis.UniversalClient
-	keys    Keyspace
-	cluster bool
-	send    *sender
-	counts  *SendCounts
-	log     *slog.Logger
-	ack     ReplicaAck // writes of entries wait for replicas
+	rdb    redis.UniversalClient
+	keys   Keyspace
+	topo   *topology // the Cluster's; nil on a single node
+	send   *sender
+	counts *SendCounts
+	log    *slog.Logger
+	ack    ReplicaAck // writes of entries wait for replicas
 }
 
 var _ Broker = (*redisBroker)(nil)
@@ -123,11 +123,14 @@ func New(rdb redis.UniversalClient, keys Keyspace, opts ...Option) Broker {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	_, cluster := rdb.(*redis.ClusterClient)
-	b := &redisBroker{rdb: rdb, keys: keys, cluster: cluster, counts: o.counts, log: o.log, ack: o.ack}
+	b := &redisBroker{rdb: rdb, keys: keys, topo: topologyOf(rdb), counts: o.counts, log: o.log, ack: o.ack}
 	var st strategy = &sendPipe{b: b}
 	if o.stream {
-		if s := newSendStream(rdb, o.ack, o.log); s != nil {
+		if cc, ok := rdb.(*redis.ClusterClient); ok {
+			if s := newSendCluster(cc, o.ack, o.log); s != nil {
+				st = s
+			}
+		} else if s := newSendStream(rdb, o.ack, o.log); s != nil {
 			st = s
 		}
 	}

@@ -67,6 +67,7 @@ type Beat struct {
 type coordination struct {
 	rdb  redis.UniversalClient
 	keys Keyspace
+	topo *topology // the Cluster's; nil on a single node
 }
 
 var _ Coordination = (*coordination)(nil)
@@ -74,7 +75,7 @@ var _ Coordination = (*coordination)(nil)
 // NewCoordination returns the Redis coordinator's I/O on rdb for the
 // namespace of keys.
 func NewCoordination(rdb redis.UniversalClient, keys Keyspace) Coordination {
-	return &coordination{rdb: rdb, keys: keys}
+	return &coordination{rdb: rdb, keys: keys, topo: topologyOf(rdb)}
 }
 
 // Join implements Coordination.
@@ -87,6 +88,7 @@ func (c *coordination) Join(ctx context.Context, id string, ttl time.Duration, i
 	v, err := joinScript.Run(ctx, c.rdb, []string{k.Members(), k.Workers(), k.MembersVersion()},
 		id, ttl.Milliseconds(), info, k.CoordChannel(), flag).Int64Slice()
 	if err != nil {
+		c.topo.failed(err)
 		return 0, err
 	}
 	if len(v) != 2 {
@@ -105,6 +107,7 @@ func (c *coordination) Heartbeat(ctx context.Context, id string, ttl time.Durati
 	raw, err := heartbeatScript.Run(ctx, c.rdb, []string{k.Members(), k.Workers(), k.MembersVersion(), k.Leader(), k.Epoch()},
 		id, ttl.Milliseconds(), k.CoordChannel(), flag).Slice()
 	if err != nil {
+		c.topo.failed(err)
 		return Beat{}, err
 	}
 	if len(raw) != 7 {
@@ -303,6 +306,7 @@ func runEach(ctx context.Context, rdb redis.UniversalClient, script *redis.Scrip
 			case redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0:
 				again = append(again, todo[j])
 			default:
+				topologyOf(rdb).failed(err)
 				return nil, err
 			}
 		}

@@ -141,6 +141,7 @@ func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleReques
 	}
 	raw, err := cycleScript.Run(ctx, b.rdb, []string{keys.Store, keys.Prepare, keys.Retry, keys.Dead, keys.Owner}, args...).Slice()
 	if err != nil {
+		b.topo.failed(err)
 		return CycleResult{}, err
 	}
 	return parseCycle(raw, req.Priority)

@@ -65,6 +65,21 @@ func clientRetries(opt *redis.Options) retryPolicy {
 	return retryPolicy{max: opt.MaxRetries, backoff: backoff.Exponential{Base: opt.MinRetryBackoff, Max: opt.MaxRetryBackoff, Jitter: true}}
 }
 
+// clusterRetries is the policy of a Cluster client's commands that fail
+// with a sign of a stale slot map: up to its MaxRedirects, pausing as its
+// MinRetryBackoff and MaxRetryBackoff say (go-redis's defaults, 8 ms and
+// 512 ms, where they are not set).
+func clusterRetries(opt *redis.ClusterOptions) retryPolicy {
+	b := backoff.Exponential{Base: opt.MinRetryBackoff, Max: opt.MaxRetryBackoff, Jitter: true}
+	if b.Base <= 0 {
+		b.Base = 8 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = 512 * time.Millisecond
+	}
+	return retryPolicy{max: opt.MaxRedirects, backoff: b}
+}
+
 // delay is the pause before retry n (0-based).
 func (p retryPolicy) delay(n int) time.Duration { return p.backoff.Delay(n + 1) }
 

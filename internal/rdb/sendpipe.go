@@ -112,22 +112,40 @@ type zaddGroup struct {
 
 // store adds entries in one pipeline, then publishes their wake-ups and pubs;
 // it counts the entries stored and logs a failed publication. sc is memory
-// to reuse, given back clean. It returns nil
-// when every entry was stored, else one error per entry (nil where that entry
-// was stored), and the first failed publication's error.
+// to reuse, given back clean. It returns nil when every entry was stored,
+// else one error per entry (nil where that entry was stored), and the first
+// failed publication's error. On a Cluster the entries go to their masters
+// in parallel (storeCluster).
+func (b *redisBroker) store(ctx context.Context, entries []Entry, pubs []Publication, sc *pipeScratch) ([]error, error) {
+	if b.topo != nil {
+		return b.storeCluster(ctx, entries, pubs)
+	}
+	errs, pubErr := b.storeOn(ctx, b.rdb, entries, pubs, sc)
+	if pubErr != nil {
+		b.log.Warn("rmq: wake-up publish failed", "err", pubErr)
+	}
+	return errs, pubErr
+}
+
+// pipeliner is a client that makes pipelines: a single node's, or a
+// Cluster's master's.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// storeOn adds entries in one pipeline of client, a single node: the ZADDs,
+// WAIT if writes wait for replicas, then the wake-ups of the entries and
+// pubs, all on one connection. It counts the entries stored.
 //
 // Entries for one key become one multi-member ZADD with each member once: for
 // NX the first copy's score, else the last copy's, exactly as separate
-// commands in order would leave it. On a single node the publications ride in
-// the same pipeline, after the ZADDs on one connection; on a cluster they are
-// sent after the pipeline returns, since the pipeline's commands go to
-// several nodes in no fixed order.
-func (b *redisBroker) store(ctx context.Context, entries []Entry, pubs []Publication, sc *pipeScratch) ([]error, error) {
+// commands in order would leave it.
+func (b *redisBroker) storeOn(ctx context.Context, client pipeliner, entries []Entry, pubs []Publication, sc *pipeScratch) ([]error, error) {
 	sc.pubs, sc.payload = entryWakes(&sc.wakes, entries, sc.pubs[:0], sc.payload)
 	pubs = append(sc.pubs, pubs...)
 	defer clear(sc.pubs[:cap(sc.pubs)])
 	groups := groupEntries(entries)
-	pipe := b.rdb.Pipeline()
+	pipe := client.Pipeline()
 	cmds := make([]*redis.IntCmd, len(groups))
 	for i, g := range groups {
 		if g.nx {
@@ -140,11 +158,9 @@ func (b *redisBroker) store(ctx context.Context, entries []Entry, pubs []Publica
 	if b.ack.on() && len(groups) > 0 {
 		wait = pipe.Do(ctx, "WAIT", b.ack.Replicas, b.ack.Timeout.Milliseconds())
 	}
-	var pubCmds []*redis.IntCmd
-	if !b.cluster {
-		for _, p := range pubs {
-			pubCmds = append(pubCmds, pipe.Publish(ctx, p.Channel, p.Payload))
-		}
+	pubCmds := make([]*redis.IntCmd, 0, len(pubs))
+	for _, p := range pubs {
+		pubCmds = append(pubCmds, pipe.Publish(ctx, p.Channel, p.Payload))
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command below
 
@@ -177,16 +193,6 @@ func (b *redisBroker) store(ctx context.Context, entries []Entry, pubs []Publica
 		if err := c.Err(); err != nil && pubErr == nil {
 			pubErr = err
 		}
-	}
-	if b.cluster && stored > 0 {
-		for _, p := range pubs {
-			if err := b.rdb.Publish(ctx, p.Channel, p.Payload).Err(); err != nil && pubErr == nil {
-				pubErr = err
-			}
-		}
-	}
-	if pubErr != nil {
-		b.log.Warn("rmq: wake-up publish failed", "err", pubErr)
 	}
 	return errs, pubErr
 }

@@ -35,6 +35,9 @@ func (r *report) header(ctx context.Context, e *env, selected []*scenario) error
 	t.add("Command", "`rmqbench "+strings.Join(os.Args[1:], " ")+"` (scripts/bench.sh)")
 	t.add("Go", runtime.Version())
 	t.add("redis-server", version+", loopback, one server for every system; "+persistence)
+	if e.cluster != nil {
+		t.add("Redis Cluster", e.cluster.describe(ctx)+" (cluster scenario only)")
+	}
 	t.add("RMQ", "github.com/rmq-go/rmq @ "+commit)
 	t.add("asynq", "github.com/hibiken/asynq "+depVersion("github.com/hibiken/asynq"))
 	t.add("adjust/rmq", "github.com/adjust/rmq/v5 "+depVersion("github.com/adjust/rmq/v5"))

@@ -3,12 +3,13 @@
 // once per round, interleaved (A B C, then B C A, …), so that drifting noise
 // on a shared machine hits all of them alike; the per-round ratios are the
 // figures that count. Redis is emptied (FLUSHALL, CONFIG RESETSTAT) before
-// every run. scripts/bench.sh starts a private redis-server and runs this.
+// every run. scripts/bench.sh starts a private redis-server (and, for the
+// cluster scenario, a private 6-node Redis Cluster, passed as -cluster) and
+// runs this.
 package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log"
 	"os"
@@ -21,36 +22,25 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// config holds the command-line flags.
-type config struct {
-	addr      string
-	rounds    int
-	n         int
-	scenarios []string
-	systems   []string
-	variant   string
-	commit    string
-	runLimit  time.Duration
-
-	produceGoroutines int           // produce, merge: concurrent senders
-	rmqThreads        int           // consume: RMQ threads on the 64-slot topic
-	rmqBatch          int           // consume: RMQ WithBatchSize (0: library default)
-	asynqConc         int           // consume: asynq Concurrency
-	adjustPrefetch    int64         // consume: adjust/rmq prefetch limit
-	adjustPoll        time.Duration // consume: adjust/rmq poll duration
-	adjustWorkers     int           // consume: adjust/rmq consumers
-	idleWindow        time.Duration // idle: measurement window
-	mergeRange        time.Duration // merge: RangeMerge TimeRange
-	cmdstats          bool          // print the top Redis commands of every run to stderr
-	cpuProfile        string
-}
-
 // env is what a run gets: the flags, the round, and an admin client for
-// INFO and FLUSHALL (never handed to a system under test).
+// INFO and FLUSHALL (never handed to a system under test). With -cluster,
+// cluster holds admin clients of the Cluster's nodes; a run with onCluster
+// set puts its system under test on the Cluster (see onCluster).
 type env struct {
 	*config
-	admin *redis.Client
-	round int
+	admin     *redis.Client
+	cluster   *clusterNodes
+	onCluster bool
+	round     int
+}
+
+// newClient returns a fresh go-redis client for a system under test: on the
+// single server, or on the Cluster for a cluster run.
+func (e *env) newClient() redis.UniversalClient {
+	if e.onCluster {
+		return newClusterRedis(e.clusterAddrs)
+	}
+	return newRedis(e.addr)
 }
 
 // metrics are the figures one run produced, by name (see report.go).
@@ -79,6 +69,9 @@ var allScenarios = []*scenario{
 	mergeScenario,
 	scalingScenario,
 	isolationScenario,
+	clusterScenario,
+	manySlotsScenario,
+	backlogScenario,
 }
 
 func main() {
@@ -102,69 +95,6 @@ func main() {
 	}
 }
 
-func parseFlags() *config {
-	c := &config{}
-	var scen, sys string
-	flag.StringVar(&c.addr, "redis", "127.0.0.1:16400", "Redis address (a server of its own: it is FLUSHALLed before every run)")
-	flag.IntVar(&c.rounds, "rounds", 3, "interleaved rounds")
-	flag.IntVar(&c.n, "n", 100000, "messages per run")
-	flag.StringVar(&scen, "scenarios", "", "comma list of scenarios (default all): "+scenarioKeys())
-	flag.StringVar(&sys, "systems", "", "comma list of systems to run (default all): rmq,asynq,adjust,bare")
-	flag.StringVar(&c.variant, "variant", "", "run only variants whose name contains this (for profiling)")
-	flag.StringVar(&c.commit, "commit", "", "RMQ commit to print in the header (scripts/bench.sh passes git's)")
-	flag.DurationVar(&c.runLimit, "run-limit", 5*time.Minute, "abort a single run after this long")
-	flag.IntVar(&c.produceGoroutines, "produce-goroutines", 16, "produce, merge: goroutines sending one message per call")
-	flag.IntVar(&c.rmqThreads, "rmq-threads", 8, "consume: RMQ threads on the 64-slot Priority topic")
-	flag.IntVar(&c.rmqBatch, "rmq-batch", 1000, "consume/scaling: RMQ WithBatchSize (0: library default; when set, consume also runs RMQ with the default)")
-	flag.IntVar(&c.asynqConc, "asynq-concurrency", 64, "consume: asynq Config.Concurrency")
-	flag.Int64Var(&c.adjustPrefetch, "adjust-prefetch", 1000, "consume: adjust/rmq prefetch limit")
-	flag.DurationVar(&c.adjustPoll, "adjust-poll", time.Millisecond, "consume: adjust/rmq poll duration")
-	flag.IntVar(&c.adjustWorkers, "adjust-consumers", 16, "consume: adjust/rmq consumers")
-	flag.DurationVar(&c.idleWindow, "idle-window", 20*time.Second, "idle: measurement window")
-	flag.DurationVar(&c.mergeRange, "merge-range", 10*time.Second, "merge: TimeRange of the RangeMerge messages")
-	flag.BoolVar(&c.cmdstats, "cmdstats", false, "print the top Redis commands (INFO commandstats) of each timed section to stderr")
-	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark process to this file")
-	flag.Parse()
-	if c.rounds < 1 || c.n < 1000 {
-		log.Fatal("need -rounds >= 1 and -n >= 1000")
-	}
-	c.scenarios = splitList(scen)
-	for _, s := range c.scenarios {
-		if findScenario(s) == nil {
-			log.Fatalf("unknown scenario %q; known: %s", s, scenarioKeys())
-		}
-	}
-	c.systems = splitList(sys)
-	return c
-}
-
-func splitList(s string) []string {
-	var out []string
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func scenarioKeys() string {
-	keys := make([]string, len(allScenarios))
-	for i, s := range allScenarios {
-		keys[i] = s.key
-	}
-	return strings.Join(keys, ",")
-}
-
-func findScenario(key string) *scenario {
-	for _, s := range allScenarios {
-		if s.key == key {
-			return s
-		}
-	}
-	return nil
-}
-
 func run(cfg *config) error {
 	ctx := context.Background()
 	admin := newRedis(cfg.addr)
@@ -172,16 +102,27 @@ func run(cfg *config) error {
 	if err := admin.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis at %s: %w", cfg.addr, err)
 	}
-	selected := allScenarios
-	if len(cfg.scenarios) > 0 {
-		selected = nil
-		for _, s := range allScenarios { // keep the canonical order
-			if slices.Contains(cfg.scenarios, s.key) {
-				selected = append(selected, s)
-			}
+	var selected []*scenario
+	for _, s := range allScenarios { // keep the canonical order
+		if len(cfg.scenarios) == 0 || slices.Contains(cfg.scenarios, s.key) {
+			selected = append(selected, s)
 		}
 	}
 	e := &env{config: cfg, admin: admin}
+	if len(cfg.clusterAddrs) > 0 {
+		c, err := openCluster(ctx, cfg.clusterAddrs)
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		e.cluster = c
+	} else if i := slices.Index(selected, clusterScenario); i >= 0 {
+		if len(cfg.scenarios) > 0 {
+			return fmt.Errorf("scenario cluster needs -cluster (scripts/bench.sh starts one)")
+		}
+		log.Print("no -cluster addresses: skipping the cluster scenario")
+		selected = slices.Delete(selected, i, i+1)
+	}
 	res := make(map[string]*scenarioResults)
 	begin := time.Now()
 	for round := 1; round <= cfg.rounds; round++ {

@@ -17,6 +17,8 @@ const (
 	mRedisCPU  = "redis_cpu_s_per_100k"
 	mRedisBusy = "redis_busy" // Redis CPU seconds per wall second of the section
 
+	mRedisMasterCPU = "redis_master_cpu_s_per_100k" // the Cluster's masters alone (= mRedisCPU on one server)
+
 	mLateP50  = "late_p50_ms"
 	mLateP99  = "late_p99_ms"
 	mLateMax  = "late_max_ms"

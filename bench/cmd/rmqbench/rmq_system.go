@@ -15,16 +15,17 @@ import (
 // rmqNamespace is the namespace of every RMQ client in the benchmark.
 const rmqNamespace = "bench"
 
-// rmqSystem is one RMQ client on a go-redis client of its own.
+// rmqSystem is one RMQ client on a go-redis client of its own (single node,
+// or Cluster in a cluster run).
 type rmqSystem struct {
-	r       *redis.Client
+	r       redis.UniversalClient
 	c       *rmq.Client
 	started chan error // Start's result, once it returns
 }
 
 // openRMQ returns an RMQ client on a new go-redis client (hooked, if hook is not nil).
 func openRMQ(e *env, hook redis.Hook, opts ...rmq.Option) (*rmqSystem, error) {
-	r := newRedis(e.addr)
+	r := e.newClient()
 	if hook != nil {
 		r.AddHook(hook)
 	}

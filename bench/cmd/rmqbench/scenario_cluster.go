@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+)
+
+// Cluster: RMQ on a private 6-node Redis Cluster (3 masters, 3 replicas, all
+// on this machine) against the single server, the same code in the same
+// round: the produce scenario's Send and SendBatch and the consume
+// scenario's drain, each on a 64-slot Priority topic whose slots spread over
+// the masters by their hash tags.
+
+const (
+	vClSendCluster    = "Send, Cluster"
+	vClSendSingle     = "Send, single node"
+	vClSendPipe       = "Send, single node, WithSendStream(false)"
+	vClBatchCluster   = "SendBatch, Cluster"
+	vClBatchSingle    = "SendBatch, single node"
+	vClConsumeCluster = "consume, Cluster"
+	vClConsumeSingle  = "consume, single node"
+)
+
+type runFunc = func(ctx context.Context, e *env) (metrics, error)
+
+var clusterScenario = &scenario{
+	key: "cluster",
+	variants: func(*config) []variant {
+		drain := func(ctx context.Context, e *env) (metrics, error) {
+			return rmqDrain(ctx, e, consumeSlots, e.rmqThreads, e.rmqBatch)
+		}
+		return []variant{
+			{"rmq", vClSendCluster, clusterRun(produceRMQSend)},
+			{"rmq", vClSendSingle, produceRMQSend},
+			{"rmq", vClBatchCluster, clusterRun(produceRMQBatch)},
+			{"rmq", vClBatchSingle, produceRMQBatch},
+			{"rmq", vClConsumeCluster, clusterRun(drain)},
+			{"rmq", vClConsumeSingle, drain},
+			{"rmq", vClSendPipe, produceRMQSendPipelined},
+		}
+	},
+	report: reportCluster,
+}
+
+// clusterRun runs run with its system under test on the Cluster, after
+// emptying the Cluster and resetting its statistics (the single server is
+// reset by runOne as before every run).
+func clusterRun(run runFunc) runFunc {
+	return func(ctx context.Context, e *env) (metrics, error) {
+		if e.cluster == nil {
+			return nil, errors.New("no -cluster addresses")
+		}
+		if err := e.cluster.reset(ctx); err != nil {
+			return nil, err
+		}
+		ce := *e
+		ce.onCluster = true
+		return run(ctx, &ce)
+	}
+}
+
+// clusterPairs are the Cluster variants, each with its single-node twin and
+// its target (0: none).
+var clusterPairs = []struct {
+	what, cluster, single string
+	target                float64
+}{
+	{"Send", vClSendCluster, vClSendSingle, 0.80},
+	{"SendBatch", vClBatchCluster, vClBatchSingle, 0.60},
+	{"consume", vClConsumeCluster, vClConsumeSingle, 0},
+	{"Send (against pipelines)", vClSendCluster, vClSendPipe, 0},
+}
+
+func reportCluster(rep *report, res *scenarioResults) {
+	if len(res.order) == 0 {
+		return
+	}
+	rep.printf("## 9. Redis Cluster\n\n")
+	batch := "the default batch size"
+	if rep.cfg.rmqBatch > 0 {
+		batch = "WithBatchSize(" + thousands(int64(rep.cfg.rmqBatch)) + ")"
+	}
+	rep.printf("The same RMQ code on a private Redis Cluster of 6 nodes (3 masters + 3 replicas, cluster-node-timeout 2000, "+
+		"no persistence, all on this machine) and on the single server, interleaved in every round. Send: one message "+
+		"per call from %d goroutines; SendBatch: %s per call from one goroutine; consume: a backlog of n drained through "+
+		"the full two-phase path with %d threads and %s. Every topic is a %d-slot Priority topic; its slots spread "+
+		"over the masters by their hash tags. The Cluster client is a go-redis ClusterClient (PoolSize 256 per node), so "+
+		"Send goes through go-redis pipelines there, while the single server uses the send stream unless the row says "+
+		"WithSendStream(false). Before each Cluster run every master is FLUSHALLed (the replicas follow) and every node's "+
+		"statistics reset. Redis CPU on the Cluster is the sum over all 6 nodes, replication included, and over the masters "+
+		"alone.\n\n", rep.cfg.produceGoroutines, thousands(produceBatch), rep.cfg.rmqThreads, batch, produceSlots)
+	t := newTable("Variant", "msgs/s", "client CPU /100k msgs", "Redis CPU /100k msgs (all nodes)", "… masters only")
+	for _, name := range res.order {
+		masters := "—"
+		if name == vClSendCluster || name == vClBatchCluster || name == vClConsumeCluster {
+			masters = stat(res.values(name, mRedisMasterCPU), cpuSec)
+		}
+		t.add(append(append([]string{name, stat(res.values(name, mRate), num)}, cpuCells(res, name)...), masters)...)
+	}
+	t.write(rep.w)
+	rt := newTable(roundHead("Cluster as % of single node", res.rounds)...)
+	for _, p := range clusterPairs {
+		if !res.has(p.cluster) || !res.has(p.single) {
+			continue
+		}
+		share := ratios(res.perRound(p.cluster, mRate), res.perRound(p.single, mRate))
+		label := p.cluster + " ÷ " + p.single
+		if p.target > 0 {
+			label = "**" + label + "**"
+		}
+		rt.add(append([]string{label}, perRoundCells(share, pct)...)...)
+		if p.target > 0 {
+			v, goal := median(share), p.target
+			rep.target("Cluster: "+p.what, "≥ "+pct(goal)+" of the single node", pct(v),
+				verdict(v, func(x float64) bool { return x >= goal }))
+		}
+	}
+	if len(rt.rows) > 0 {
+		rep.printf("Per-round throughput on the Cluster as a share of the single node's:\n\n")
+		rt.write(rep.w)
+	}
+}

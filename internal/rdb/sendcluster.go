@@ -1,0 +1,142 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// sendCluster is the full-duplex strategy on a Cluster client: a send stream
+// per master (sendstream.go), each entry written to the master that the
+// client's slot map names for its key. Wake-ups go with the entries they
+// follow, on the same stream (a PUBLISH reaches the whole Cluster).
+//
+// A failure that says the slot map may be stale (a dead or refusing node,
+// MOVED, ASK, CLUSTERDOWN, TRYAGAIN) asks the topology for a reload, and the
+// sender sends the entry again: at once after a redirection, else after a
+// backoff, up to the Cluster's MaxRedirects times, as go-redis does. A dead
+// master fails only the sends of its own slots; the other masters' streams
+// go on.
+type sendCluster struct {
+	client  *redis.ClusterClient
+	topo    *topology
+	ack     ReplicaAck
+	log     *slog.Logger
+	retries retryPolicy
+
+	mu      sync.Mutex
+	streams map[string]*sendStream // by master address
+	closed  bool
+
+	// The writer's buffers.
+	groups map[*sendStream][]*request
+	order  []*sendStream
+}
+
+// errNoStream fails the sends of a node whose options a stream cannot honour.
+var errNoStream = errors.New("rdb: no send stream for this node's options")
+
+// newSendCluster returns the strategy for client, or nil if its options are
+// ones a stream cannot honour (see newSendStream).
+func newSendCluster(client *redis.ClusterClient, ack ReplicaAck, log *slog.Logger) *sendCluster {
+	o := client.Options()
+	if o.OnConnect != nil || o.StreamingCredentialsProvider != nil {
+		return nil
+	}
+	return &sendCluster{client: client, topo: topologyOf(client), ack: ack, log: log, retries: clusterRetries(o),
+		streams: make(map[string]*sendStream), groups: make(map[*sendStream][]*request)}
+}
+
+// write implements strategy: each request to its master's stream.
+func (c *sendCluster) write(batch []*request) {
+	ctx := context.Background()
+	for _, r := range batch {
+		s, err := c.streamFor(ctx, r.entry.Key)
+		if err != nil {
+			r.finish(err)
+			continue
+		}
+		if len(c.groups[s]) == 0 {
+			c.order = append(c.order, s)
+		}
+		c.groups[s] = append(c.groups[s], r)
+	}
+	for _, s := range c.order {
+		s.write(c.groups[s])
+		clear(c.groups[s])
+		c.groups[s] = c.groups[s][:0]
+	}
+	c.order = c.order[:0]
+}
+
+// streamFor returns the stream of the master serving key, made on first use.
+func (c *sendCluster) streamFor(ctx context.Context, key string) (*sendStream, error) {
+	node, err := c.client.MasterForKey(ctx, key)
+	if err != nil {
+		c.topo.failed(err)
+		return nil, err
+	}
+	addr := node.Options().Addr
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	s := c.streams[addr]
+	if s == nil {
+		if s = newSendStream(node, c.ack, c.log); s == nil {
+			return nil, errNoStream
+		}
+		c.streams[addr] = s
+	}
+	return s, nil
+}
+
+// duplex implements strategy.
+func (c *sendCluster) duplex() bool { return true }
+
+// inFlight implements strategy: whether any master's stream awaits replies.
+func (c *sendCluster) inFlight() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.streams {
+		if s.inFlight() {
+			return true
+		}
+	}
+	return false
+}
+
+// retryAfter implements strategy: a failure that says the slot map may be
+// stale reloads it; a redirection goes again at once, other retryable
+// failures after the Cluster's backoff.
+func (c *sendCluster) retryAfter(err error, attempt int) (time.Duration, bool) {
+	stale := c.topo.failed(err)
+	if attempt >= c.retries.max || !(stale || retryable(err)) {
+		return 0, false
+	}
+	if redirected(err) {
+		return 0, true
+	}
+	return c.retries.delay(attempt), true
+}
+
+// close implements strategy: every master's stream, in parallel.
+func (c *sendCluster) close(ctx context.Context) {
+	c.mu.Lock()
+	c.closed = true
+	streams := make([]*sendStream, 0, len(c.streams))
+	for _, s := range c.streams {
+		streams = append(streams, s)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range streams {
+		wg.Go(func() { s.close(ctx) })
+	}
+	wg.Wait()
+}

@@ -1,0 +1,103 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// topology keeps a Cluster client's slot map fresh when calls fail in a way
+// that says it may be stale: a refused or broken connection, a timeout,
+// MOVED, ASK, CLUSTERDOWN, TRYAGAIN, READONLY or LOADING. go-redis reloads
+// it on MOVED only, and otherwise every ClusterStateReloadInterval (60 s by
+// default), so without this a dead master's slots would stay mapped to it
+// long after its replica took over. A reload is asked for at most once per
+// reloadEvery; go-redis runs it in the background.
+type topology struct {
+	client *redis.ClusterClient
+	last   atomic.Int64 // when a reload was last asked for, Unix ns
+}
+
+// reloadEvery bounds how often a failing Cluster reloads its slot map.
+const reloadEvery = 200 * time.Millisecond
+
+// topologies holds one topology per Cluster client, shared by everything of
+// RMQ that uses the client (sender, consumers, coordinator), so that their
+// failures share one rate limit.
+var topologies sync.Map // *redis.ClusterClient → *topology
+
+// topologyOf returns the topology of client, or nil if it is not a Cluster
+// client.
+func topologyOf(client redis.UniversalClient) *topology {
+	cc, ok := client.(*redis.ClusterClient)
+	if !ok {
+		return nil
+	}
+	if t, ok := topologies.Load(cc); ok {
+		return t.(*topology)
+	}
+	t, _ := topologies.LoadOrStore(cc, &topology{client: cc})
+	return t.(*topology)
+}
+
+// failed reports whether err says the slot map may be stale, and if so asks
+// for a reload (unless one was asked for within reloadEvery). Safe on a nil
+// topology (not a Cluster): it reports false.
+func (t *topology) failed(err error) bool {
+	if t == nil || !staleMap(err) {
+		return false
+	}
+	now := time.Now().UnixNano()
+	last := t.last.Load()
+	if now-last >= int64(reloadEvery) && t.last.CompareAndSwap(last, now) {
+		t.client.ReloadState(context.Background())
+	}
+	return true
+}
+
+// staleMap reports whether a call that failed with err may have gone to the
+// wrong node, or to one that is gone.
+func staleMap(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, ErrClosed):
+		return false
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	msg := err.Error()
+	var re ReplyError
+	if errors.As(err, &re) {
+		msg = string(re)
+	}
+	for _, p := range staleReplies {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// staleReplies are the prefixes of error replies that say a key's slot is
+// served elsewhere, or not served right now.
+var staleReplies = []string{"MOVED ", "ASK ", "CLUSTERDOWN ", "TRYAGAIN ", "READONLY ", "LOADING ", "MASTERDOWN "}
+
+// redirected reports whether err is a MOVED or ASK reply: the command did not
+// run, and may go again at once to the node the refreshed map names.
+func redirected(err error) bool {
+	var re ReplyError
+	if errors.As(err, &re) {
+		return strings.HasPrefix(string(re), "MOVED ") || strings.HasPrefix(string(re), "ASK ")
+	}
+	return err != nil && (strings.HasPrefix(err.Error(), "MOVED ") || strings.HasPrefix(err.Error(), "ASK "))
+}
