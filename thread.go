@@ -29,11 +29,10 @@ type thread struct {
 	signal  chan struct{} // capacity 1: "look at the inbox"
 
 	// Owned by the thread's goroutine.
-	slots  map[int]*slotState
-	order  []*slotState // round-robin order
-	rr     int
-	errs   int       // consecutive Redis failures
-	paused time.Time // no Redis call before this, after a failure
+	slots map[int]*slotState
+	order []*slotState // round-robin order
+	rr    int
+	down  map[string]*nodeBackoff // nodes whose calls failed lately, by Broker.Node
 }
 
 // slotState is one leased slot of a thread.
@@ -236,13 +235,10 @@ func (t *thread) cycle(hard context.Context, s *slotState, req *rdb.CycleRequest
 // pick returns the next slot to serve (round-robin among those due), or how
 // long to wait until one is.
 func (t *thread) pick(now time.Time) (*slotState, time.Duration) {
-	if now.Before(t.paused) {
-		return nil, t.paused.Sub(now)
-	}
 	wait := time.Hour
 	for i := range t.order {
 		s := t.order[(t.rr+i)%len(t.order)]
-		if !s.next.After(now) {
+		if !s.next.After(now) && !t.heldBack(s, now) {
 			t.rr = (t.rr + i + 1) % len(t.order)
 			return s, 0
 		}
@@ -292,17 +288,14 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 	now := time.Now()
 	if err != nil {
 		c.counters.redisErrors.Add(1)
-		t.errs++
-		t.paused = now.Add(backoff.Redis.Delay(t.errs))
-		if t.errs == 1 || t.errs%20 == 0 {
-			c.cfg.logger.Warn("rmq: pop failed; backing off", "topic", t.sub.topic.Name,
-				"slot", s.lease.Slot(), "failures", t.errs, "err", err)
+		if n := t.failed(s, now); n == 1 || n%20 == 0 {
+			c.cfg.logger.Warn("rmq: pop failed; backing off from the slot's node", "topic", t.sub.topic.Name,
+				"slot", s.lease.Slot(), "failures", n, "err", err)
 		}
 		return
 	}
-	if t.errs > 0 {
-		c.cfg.logger.Info("rmq: redis reachable again", "topic", t.sub.topic.Name, "failures", t.errs)
-		t.errs = 0
+	if n := t.recovered(s); n > 0 {
+		c.cfg.logger.Info("rmq: redis reachable again", "topic", t.sub.topic.Name, "slot", s.lease.Slot(), "failures", n)
 	}
 	s.pending, s.lingering = s.pending[:0], false
 	if res.Refused {

@@ -39,6 +39,10 @@ type Broker interface {
 	// queued are written and their replies awaited, all within ctx, then the
 	// sender's own connection is closed. The go-redis client stays open.
 	Close(ctx context.Context)
+	// Node names the Redis node that serves a slot, for backing off from a
+	// failing node without holding back the slots of others: the address of
+	// its master on a Cluster, "" on a single node.
+	Node(keys SlotKeys) string
 	// Cycle runs the cycle script on one slot.
 	Cycle(ctx context.Context, keys SlotKeys, req *CycleRequest) (CycleResult, error)
 	// Cancel removes a pending member from a slot; it reports whether one was removed.

@@ -101,3 +101,17 @@ func redirected(err error) bool {
 	}
 	return err != nil && (strings.HasPrefix(err.Error(), "MOVED ") || strings.HasPrefix(err.Error(), "ASK "))
 }
+
+// Node implements Broker: the address of the master serving the slot of
+// keys on a Cluster, by the client's current slot map ("" on a single node,
+// or while the map cannot be had).
+func (b *redisBroker) Node(keys SlotKeys) string {
+	if b.topo == nil {
+		return ""
+	}
+	node, err := b.topo.client.MasterForKey(context.Background(), keys.Store)
+	if err != nil {
+		return ""
+	}
+	return node.Options().Addr
+}
