@@ -37,13 +37,16 @@ import (
 // Client is the entry point: it defines topics, hands out the Producer,
 // subscribes listeners and runs the consumers. Safe for concurrent use.
 type Client struct {
-	cfg      config
-	keys     rdb.Keyspace
-	broker   rdb.Broker
-	topics   topicCache
-	producer *Producer
-	waits    rdb.RetryWaits
-	counters counters
+	cfg    config
+	keys   rdb.Keyspace
+	broker rdb.Broker
+	// multiNode: the Redis is a Cluster, whose slots live on several nodes,
+	// so a thread does not wait long for one slot's node (cyclecall.go).
+	multiNode bool
+	topics    topicCache
+	producer  *Producer
+	waits     rdb.RetryWaits
+	counters  counters
 
 	mu     sync.Mutex
 	state  clientState
@@ -99,6 +102,7 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 	c.abandoned = make(chan struct{})
 	c.coord = rdb.NewCoordination(r, keys)
 	c.redis = r
+	_, c.multiNode = r.(*redis.ClusterClient)
 	c.stats.c = c
 	c.producer = &Producer{c: c}
 	c.waits = rdb.NewRetryWaits(cfg.backoff)

@@ -22,17 +22,19 @@ type thread struct {
 	index int
 
 	// The inbox, filled by the coordinator's handler and the wake listener.
-	mu      sync.Mutex
-	added   []*coordinator.Lease
-	revoked bool
-	wakes   map[int]int64 // slot → earliest announced due time, Unix ms
-	signal  chan struct{} // capacity 1: "look at the inbox"
+	mu       sync.Mutex
+	added    []*coordinator.Lease
+	revoked  bool
+	wakes    map[int]int64 // slot → earliest announced due time, Unix ms
+	finished []*popCall    // pops that finished after the thread stopped waiting
+	signal   chan struct{} // capacity 1: "look at the inbox"
 
 	// Owned by the thread's goroutine.
 	slots map[int]*slotState
 	order []*slotState // round-robin order
 	rr    int
 	down  map[string]*nodeBackoff // nodes whose calls failed lately, by Broker.Node
+	soft  *time.Timer             // a pop's soft wait (cyclecall.go)
 }
 
 // slotState is one leased slot of a thread.
@@ -46,6 +48,7 @@ type slotState struct {
 	// lingering: pending holds only commits, sent with the cycle due at next
 	// (see afterDelivery).
 	lingering bool
+	busy      *popCall // a pop still running after the thread stopped waiting
 }
 
 func newThread(s *subscription, index int) *thread {
@@ -105,7 +108,8 @@ func (t *thread) run(hard context.Context, quit <-chan struct{}) {
 		default:
 		}
 		s, wait := t.pick(time.Now())
-		if last != nil && last != s && len(last.pending) > 0 && !last.lingering && t.slots[last.lease.Slot()] == last {
+		if last != nil && last != s && len(last.pending) > 0 && !last.lingering && last.busy == nil &&
+			t.slots[last.lease.Slot()] == last {
 			// Moving on: settle now rather than with the slot's next cycle, so
 			// prepare shows only work in hand and a crash repeats little
 			// (unless the commits linger for a cycle due soon: afterDelivery).
@@ -128,9 +132,10 @@ func (t *thread) run(hard context.Context, quit <-chan struct{}) {
 // absorb applies the inbox: new leases, revocations, wake-ups.
 func (t *thread) absorb(hard context.Context) {
 	t.mu.Lock()
-	added, revoked, wakes := t.added, t.revoked, t.wakes
-	t.added, t.revoked, t.wakes = nil, false, nil
+	added, revoked, wakes, finished := t.added, t.revoked, t.wakes, t.finished
+	t.added, t.revoked, t.wakes, t.finished = nil, false, nil, nil
 	t.mu.Unlock()
+	t.finishPops(hard, finished)
 	for _, l := range added {
 		t.add(hard, l)
 	}
@@ -168,6 +173,7 @@ func (t *thread) add(hard context.Context, l *coordinator.Lease) {
 
 // release settles a slot's outcomes and hands the lease back.
 func (t *thread) release(hard context.Context, s *slotState) {
+	t.awaitPop(s)
 	t.settle(hard, s)
 	delete(t.slots, s.lease.Slot())
 	for i, o := range t.order {
@@ -238,6 +244,9 @@ func (t *thread) pick(now time.Time) (*slotState, time.Duration) {
 	wait := time.Hour
 	for i := range t.order {
 		s := t.order[(t.rr+i)%len(t.order)]
+		if s.busy != nil {
+			continue // served again once its pop is back
+		}
 		if !s.next.After(now) && !t.heldBack(s, now) {
 			t.rr = (t.rr + i + 1) % len(t.order)
 			return s, 0
@@ -274,7 +283,6 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		s.next = time.Now().Add(invalidLeaseRecheck)
 		return
 	}
-	c := t.sub.c
 	sent := time.Now()
 	admitted, probe, until := t.admit(t.sub.batchSize(), sent)
 	if admitted == 0 {
@@ -283,8 +291,17 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		s.next = until
 		return
 	}
-	res, err := t.cycle(hard, s, t.request(s, admitted))
-	t.admitted(admitted, len(res.Deliveries), probe)
+	call := &popCall{s: s, req: t.request(s, admitted), sent: sent, admitted: admitted, probe: probe}
+	if t.pop(hard, call) {
+		t.afterPop(hard, call)
+	}
+}
+
+// afterPop continues serve once its pop is back: back off from a failing
+// node, let go of a slot another owner holds, or deliver the batch.
+func (t *thread) afterPop(hard context.Context, call *popCall) {
+	c, s, res, err := t.sub.c, call.s, call.res, call.err
+	t.admitted(call.admitted, len(res.Deliveries), call.probe)
 	now := time.Now()
 	if err != nil {
 		c.counters.redisErrors.Add(1)
@@ -310,7 +327,7 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		s.next = t.nextLook(res, now)
 		return
 	}
-	t.deliver(hard, s, res, sent)
+	t.deliver(hard, s, res, call.sent)
 	// Look again at once (more may be due, and the outcomes go along), or
 	// let the commits wait for the slot's next cycle, due soon.
 	s.next, s.lingering = t.afterDelivery(s, res, time.Now())

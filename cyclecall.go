@@ -1,0 +1,109 @@
+package rmq
+
+import (
+	"context"
+	"time"
+
+	"github.com/rmq-go/rmq/internal/rdb"
+)
+
+// softWait is how long a thread waits for a pop on a Redis Cluster before it
+// leaves the call running and serves its other slots meanwhile. A pop takes
+// a few milliseconds; one that takes longer is usually stuck on a dead or
+// frozen master (go-redis dials it again several times before it gives up),
+// and the slots on healthy masters must not wait for it.
+const softWait = 50 * time.Millisecond
+
+// popCall is one pop of a slot (a cycle that settles its outcomes and takes
+// a batch) and what its continuation needs.
+type popCall struct {
+	s        *slotState
+	req      *rdb.CycleRequest
+	sent     time.Time
+	admitted int
+	probe    bool
+
+	res      rdb.CycleResult
+	err      error
+	done     chan struct{} // closed once res and err are set
+	detached bool          // the thread stopped waiting (guarded by thread.mu)
+}
+
+// pop runs c's cycle. On a single node it waits for it (every slot shares
+// the node, so nothing could be served meanwhile); on a Cluster it runs the
+// call in a goroutine and waits at most softWait. It reports whether the
+// call finished; if not, the slot is busy until it does, and the thread
+// continues it from its inbox (finish).
+func (t *thread) pop(hard context.Context, c *popCall) bool {
+	if !t.sub.c.multiNode {
+		c.res, c.err = t.cycle(hard, c.s, c.req)
+		return true
+	}
+	c.done = make(chan struct{})
+	go func() {
+		res, err := t.cycle(hard, c.s, c.req)
+		t.mu.Lock()
+		c.res, c.err = res, err
+		close(c.done)
+		if c.detached {
+			t.finished = append(t.finished, c)
+		}
+		t.mu.Unlock()
+		if c.detached {
+			t.poke()
+		}
+	}()
+	if t.soft == nil {
+		t.soft = time.NewTimer(softWait)
+	} else {
+		t.soft.Reset(softWait)
+	}
+	select {
+	case <-c.done:
+		t.soft.Stop()
+		return true
+	case <-t.soft.C:
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	select {
+	case <-c.done:
+		return true
+	default:
+	}
+	c.detached = true
+	c.s.busy = c
+	return false
+}
+
+// finishPops continues the pops that finished after the thread stopped
+// waiting for them.
+func (t *thread) finishPops(hard context.Context, calls []*popCall) {
+	for _, c := range calls {
+		if c.s.busy != c {
+			continue // already awaited by a release
+		}
+		c.s.busy = nil
+		if t.slots[c.s.lease.Slot()] == c.s {
+			t.afterPop(hard, c)
+		}
+	}
+}
+
+// awaitPop waits for a slot's pop still running, and restores what it took:
+// the slot is being let go, so its messages go back unstarted.
+func (t *thread) awaitPop(s *slotState) {
+	c := s.busy
+	if c == nil {
+		return
+	}
+	<-c.done
+	s.busy = nil
+	if c.err != nil || c.res.Refused {
+		return // nothing was settled or taken
+	}
+	s.pending = s.pending[:0]
+	for i := range c.res.Deliveries {
+		s.pending = append(s.pending, c.res.Deliveries[i].Settle(rdb.Restore))
+	}
+}
