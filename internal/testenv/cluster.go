@@ -22,6 +22,12 @@ type ClusterOptions struct {
 	// NodeTimeout is the cluster-node-timeout: how long a master may not
 	// answer before it is marked failed. Default 2 s.
 	NodeTimeout time.Duration
+	// PartialCoverage starts the nodes with cluster-require-full-coverage
+	// no: while some hash slot has no live master, the other slots are still
+	// served. By default (Redis's default, yes) every node refuses every
+	// command with CLUSTERDOWN from when a dead master is marked failed until
+	// its replica takes over.
+	PartialCoverage bool
 	// ExtraArgs are added to every node's command line.
 	ExtraArgs []string
 }
@@ -52,7 +58,8 @@ type killedMaster struct {
 // StartCluster starts a 6-node Redis Cluster of the test's own on free
 // loopback ports (each node in a directory of its own), creates it with
 // redis-cli --cluster create, and waits until every node reports
-// cluster_state:ok and every replica's link to its master is up. The nodes
+// cluster_state:ok, every replica's link to its master is up and every
+// master's writes are acknowledged by its replica. The nodes
 // are stopped when t ends. A missing redis-server or redis-cli skips or fails
 // t (see Missing).
 func StartCluster(t testing.TB, opts ClusterOptions) *PrivateCluster {
@@ -61,6 +68,10 @@ func StartCluster(t testing.TB, opts ClusterOptions) *PrivateCluster {
 	requireBinary(t, "redis-cli")
 	if opts.NodeTimeout <= 0 {
 		opts.NodeTimeout = 2 * time.Second
+	}
+	coverage := "yes"
+	if opts.PartialCoverage {
+		coverage = "no"
 	}
 	base := t.TempDir()
 	c := &PrivateCluster{killed: map[string]killedMaster{}}
@@ -73,6 +84,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *PrivateCluster {
 			return append([]string{"--cluster-enabled", "yes",
 				"--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf",
 				"--cluster-node-timeout", strconv.FormatInt(opts.NodeTimeout.Milliseconds(), 10),
+				"--cluster-require-full-coverage", coverage,
 				"--cluster-announce-ip", "127.0.0.1", "--appendonly", "no",
 				"--repl-diskless-sync-delay", "0"}, opts.ExtraArgs...)
 		}, clusterPort))
@@ -160,7 +172,8 @@ func (c *PrivateCluster) view(ctx context.Context) ([]ClusterNode, error) {
 }
 
 // waitReady waits until every node reports cluster_state:ok, all 16384 slots
-// served and all 6 nodes known, and every replica's link to its master is up.
+// served and all 6 nodes known, every replica's link to its master is up, and
+// a write to each master is acknowledged by its replica (WAIT 1).
 func (c *PrivateCluster) waitReady(ctx context.Context) error {
 	var last error
 	for {
@@ -197,7 +210,52 @@ func (c *PrivateCluster) ready(ctx context.Context) error {
 			return fmt.Errorf("replica %s: link to its master not up yet", n.Addr())
 		}
 	}
+	masters, err := c.Masters(ctx)
+	if err != nil {
+		return err
+	}
+	if len(masters) != 3 {
+		return fmt.Errorf("%d masters serve slots, not 3", len(masters))
+	}
+	for _, m := range masters {
+		if err := probeReplication(ctx, m.Addr, probeKeyIn(m)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// Setting returns the value of the config parameter name (CONFIG GET) on
+// the live nodes, an error if they do not all agree.
+func (c *PrivateCluster) Setting(ctx context.Context, name string) (string, error) {
+	value, from := "", ""
+	for _, n := range c.nodes {
+		if !n.Alive() {
+			continue
+		}
+		v, err := nodeCommand(ctx, n.Addr(), func(ctx context.Context, rc *redis.Client) (string, error) {
+			kv, err := rc.ConfigGet(ctx, name).Result()
+			if err != nil {
+				return "", err
+			}
+			v, ok := kv[name]
+			if !ok {
+				return "", fmt.Errorf("no config parameter %q", name)
+			}
+			return v, nil
+		})
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", n.Addr(), err)
+		}
+		if from != "" && v != value {
+			return "", fmt.Errorf("%s is %q on %s but %q on %s", name, value, from, v, n.Addr())
+		}
+		value, from = v, n.Addr()
+	}
+	if from == "" {
+		return "", errors.New("no live node")
+	}
+	return value, nil
 }
 
 // nodeCommand runs fn on a fresh connection to one node.

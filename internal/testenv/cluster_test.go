@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPrivateCluster starts a private cluster, checks its topology and
-// KeySlot against CLUSTER KEYSLOT, kills a master and sees its replica
+// TestPrivateCluster starts a private cluster, checks its topology, its
+// settings and KeySlot against CLUSTER KEYSLOT, kills a master and sees its replica
 // promoted.
 func TestPrivateCluster(t *testing.T) {
 	c := StartCluster(t, ClusterOptions{})
@@ -30,6 +30,12 @@ func TestPrivateCluster(t *testing.T) {
 	}
 	assert.Equal(t, clusterSlots, covered, "slots served by the masters %+v", masters)
 	assert.Len(t, c.Addrs(), 6)
+	coverage, err := c.Setting(ctx, "cluster-require-full-coverage")
+	require.NoError(t, err)
+	assert.Equal(t, "yes", coverage, "Redis's default unless PartialCoverage")
+	timeout, err := c.Setting(ctx, "cluster-node-timeout")
+	require.NoError(t, err)
+	assert.Equal(t, "2000", timeout)
 
 	rc := redis.NewClient(&redis.Options{Addr: c.Addrs()[0]})
 	defer rc.Close()

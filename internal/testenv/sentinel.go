@@ -40,7 +40,7 @@ type PrivateSentinel struct {
 // StartSentinel starts a master, its replica and three sentinels of the
 // test's own on free loopback ports (each in a directory of its own, since
 // sentinels rewrite their config file), and waits until the replica is in
-// sync and every sentinel knows the master, the replica and the two other
+// sync (a write to the master is acknowledged by it) and every sentinel knows the master, the replica and the two other
 // sentinels. Everything is stopped when t ends. A missing redis-server skips
 // or fails t (see Missing).
 func StartSentinel(t testing.TB, opts SentinelOptions) *PrivateSentinel {
@@ -156,8 +156,9 @@ func (s *PrivateSentinel) WaitPromotion(ctx context.Context) (time.Time, string,
 	}
 }
 
-// waitReady waits until the replica is in sync and every sentinel knows the
-// master, the replica and the other two sentinels.
+// waitReady waits until the replica is in sync, a write to the master is
+// acknowledged by it (WAIT 1), and every sentinel knows the master, the
+// replica and the other two sentinels.
 func (s *PrivateSentinel) waitReady(ctx context.Context) error {
 	var last error
 	for {
@@ -181,6 +182,9 @@ func (s *PrivateSentinel) ready(ctx context.Context) error {
 	}
 	if !strings.Contains(info, "master_link_status:up") {
 		return fmt.Errorf("replica %s: link to its master not up yet", s.replica.Addr())
+	}
+	if err := probeReplication(ctx, s.master.Addr(), replicationProbeKey+"sentinel"); err != nil {
+		return err
 	}
 	for _, n := range s.sentinels {
 		sc := redis.NewSentinelClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DialTimeout: time.Second})

@@ -17,28 +17,39 @@ import (
 // TestClusterMasterFailover kills a master of a private Redis Cluster under
 // load: one that holds topic slots but not the coordinator's keys, one that
 // holds the coordinator's keys (and topic slots), and the first again with
-// the producer's Sends acknowledged by a replica.
+// the producer's Sends acknowledged by a replica, all on clusters that serve
+// the surviving masters' slots meanwhile (cluster-require-full-coverage no);
+// and the first on Redis's default, cluster-require-full-coverage yes, where
+// the surviving masters' rate is reported, not checked.
 func TestClusterMasterFailover(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		coordinator bool // kill the master of the coordinator's keys
-		v           variant
+		name         string
+		coordinator  bool // kill the master of the coordinator's keys
+		fullCoverage bool // cluster-require-full-coverage yes
+		v            variant
 	}{
-		{"data-master", false, variant{}},
-		{"coordinator-master", true, variant{}},
-		{"data-master-replica-ack", false, variant{replicaAck: true}},
+		{"data-master", false, false, variant{}},
+		{"coordinator-master", true, false, variant{}},
+		{"data-master-replica-ack", false, false, variant{replicaAck: true}},
+		{"data-master-full-coverage", false, true, variant{}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { runClusterFailover(t, tc.coordinator, tc.v) })
+		t.Run(tc.name, func(t *testing.T) {
+			c := testenv.StartCluster(t, testenv.ClusterOptions{PartialCoverage: !tc.fullCoverage})
+			runClusterFailover(t, c, tc.coordinator, tc.v)
+		})
 	}
 }
 
-func runClusterFailover(t *testing.T, coordinator bool, v variant) {
-	c := testenv.StartCluster(t, testenv.ClusterOptions{})
+func runClusterFailover(t *testing.T, c *testenv.PrivateCluster, coordinator bool, v variant) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	masters, err := c.Masters(ctx)
 	require.NoError(t, err)
 	require.Len(t, masters, 3)
+	coverage, err := c.Setting(ctx, "cluster-require-full-coverage")
+	require.NoError(t, err)
+	nodeTimeout, err := c.Setting(ctx, "cluster-node-timeout")
+	require.NoError(t, err)
 	masterOf := func(key string) string {
 		slot := testenv.KeySlot(key)
 		for _, m := range masters {
@@ -51,8 +62,10 @@ func runClusterFailover(t *testing.T, coordinator bool, v variant) {
 	}
 
 	d := deployment{
-		name:      "Redis Cluster " + fmt.Sprint(c.Addrs()),
-		newClient: func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()}) },
+		name: fmt.Sprintf("Redis Cluster %v (cluster-require-full-coverage %s, cluster-node-timeout %s ms)",
+			c.Addrs(), coverage, nodeTimeout),
+		newClient:        func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()}) },
+		refusesUncovered: coverage == "yes",
 	}
 	held := map[string][]int{} // master → topic slots
 	for i := range topicSlots {
@@ -82,6 +95,9 @@ func runClusterFailover(t *testing.T, coordinator bool, v variant) {
 		require.NotEmpty(t, d.victim, "no master other than the coordinator's holds topic slots")
 	}
 	for _, m := range masters {
+		if m.Addr != d.victim {
+			d.stateNodes = append(d.stateNodes, m.Addr)
+		}
 		role := ""
 		if m.Addr == coordMaster {
 			role = ", the coordinator's keys and the topic list"

@@ -9,7 +9,11 @@
 // It checks that every slot sends and delivers again within 2 s of the
 // promotion, that the slots whose master did not die keep 80 % of their
 // delivery rate meanwhile, and that every message acknowledged after the
-// promotion is delivered. The replica-ack variant (rmq.WithReplicaAck)
+// promotion is delivered. A Cluster with cluster-require-full-coverage yes
+// (Redis's default) refuses every command from when the dead master is
+// marked failed until the promotion, so there the survivors' rate is only
+// reported, with the span in which the surviving masters reported
+// cluster_state:fail (polled every 20 ms). The replica-ack variant (rmq.WithReplicaAck)
 // restarts the killed node as a replica 2 s after the promotion, holds the
 // dead master's slots to acknowledged Sends within 2 s of that replica being
 // in sync instead, and checks that no acknowledged message is lost at all.
@@ -73,6 +77,14 @@ type deployment struct {
 	promotion  func(ctx context.Context) (time.Time, string, error)
 	rejoin     func(t testing.TB, newMaster string) // restarts the killed node, to serve as a replica again
 	notes      []string                             // what the report says about the deployment
+	// stateNodes are Cluster nodes whose cluster_state is polled from just
+	// before the kill until the producers stop (see stateWatch).
+	stateNodes []string
+	// refusesUncovered: the deployment refuses every command while some slot
+	// has no master (a Cluster with cluster-require-full-coverage yes), so
+	// the surviving slots' delivery rate from the kill to the promotion is
+	// reported, not checked.
+	refusesUncovered bool
 }
 
 // variant is how the producer's client is made.
@@ -102,8 +114,9 @@ type failoverRun struct {
 	// replicaOnline is when the killed node, restarted, was an online replica
 	// of the new master (replica-ack variant; never if not seen).
 	replicaOnline time.Duration
-	steal         int64    // CPU steal during the run, jiffies
-	notes         []string // events worth a line in the report
+	steal         int64         // CPU steal during the run, jiffies
+	states        clusterStates // what the watches of d.stateNodes saw
+	notes         []string      // events worth a line in the report
 }
 
 // newNamespace returns a namespace of the test's own.
@@ -148,6 +161,7 @@ func runFailover(t *testing.T, ns string, d deployment, v variant) {
 	}
 
 	time.Sleep(time.Until(r.t0.Add(killAfter)))
+	stopStateWatches := r.startStateWatches(d.stateNodes)
 	d.kill(t)
 	r.killed = time.Since(r.t0)
 	promoCtx, promoCancel := context.WithTimeout(ctx, 40*time.Second)
@@ -169,6 +183,7 @@ func runFailover(t *testing.T, ns string, d deployment, v variant) {
 	stopProducers()
 	wg.Wait()
 	r.stopped = time.Since(r.t0)
+	r.states = stopStateWatches()
 	r.drain()
 	r.drained = time.Since(r.t0)
 	r.steal = cpuSteal() - stealBefore

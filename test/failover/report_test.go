@@ -24,6 +24,7 @@ func (r *failoverRun) report(rep *runReport) {
 	}
 	fmt.Fprintf(&b, "  killed %s at %s; promotion of %s seen at %s (%s after the kill); producers stopped at %s; drain ended at %s; CPU steal %d jiffies\n",
 		r.d.victim, secs(r.killed), r.newAddr, secs(r.promote), secs(r.promote-r.killed), secs(r.stopped), secs(r.drained), r.steal)
+	b.WriteString(r.refusals())
 	r.t.Log(b.String())
 	r.t.Log(r.timeline(rep))
 	r.t.Log(r.slotTable(rep))
@@ -58,6 +59,10 @@ func (r *failoverRun) timeline(rep *runReport) string {
 			inKilled[i]++
 		}
 	}
+	refusedFrom, refusedTo, refused := r.states.window()
+	if !refused {
+		refusedFrom, refusedTo = never, never
+	}
 	var b strings.Builder
 	b.WriteString("timeline (Sends acknowledged and failed by when they returned; deliveries by when the listener ran;\n")
 	b.WriteString("in brackets: of the killed master's slots):\n")
@@ -68,7 +73,8 @@ func (r *failoverRun) timeline(rep *runReport) string {
 		for _, m := range []struct {
 			at   time.Duration
 			what string
-		}{{r.killed, "KILL"}, {r.promote, "PROMOTION"}, {r.stopped, "producers stopped"}} {
+		}{{r.killed, "KILL"}, {r.promote, "PROMOTION"}, {r.stopped, "producers stopped"},
+			{refusedFrom, "cluster_state:fail"}, {refusedTo, "cluster_state:ok"}} {
 			if m.at >= from && m.at < from+rowWidth {
 				marks = append(marks, m.what+" at "+secs(m.at))
 			}
@@ -115,6 +121,49 @@ func (r *failoverRun) slotTable(rep *runReport) string {
 		}
 		fmt.Fprintf(&b, "  %-16s %-8s slots %v: %.0f/s before, %.0f/s during the %s outage (%s)\n",
 			g.master, k, g.slots, g.pre, g.outage, secs(g.outageWindow), share)
+	}
+	if r.d.refusesUncovered {
+		b.WriteString("  (the survivors' share is reported, not checked: with cluster-require-full-coverage yes\n" +
+			"  every node refuses every command while the killed master's slots have no master)\n")
+	}
+	return b.String()
+}
+
+// refusals returns the lines on the spans in which the watched Cluster
+// nodes reported cluster_state:fail (refusing every command); "" if none
+// were watched.
+func (r *failoverRun) refusals() string {
+	cs := r.states
+	if len(cs.nodes) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  cluster_state of the surviving masters %v, polled every %v from the kill until the producers stopped:\n",
+		cs.nodes, statePoll)
+	for _, n := range cs.nodes {
+		var spans []string
+		for _, f := range cs.refusals {
+			if f.node != n {
+				continue
+			}
+			if f.to == never {
+				spans = append(spans, "fail from "+secs(f.from)+", still when the producers stopped")
+				continue
+			}
+			spans = append(spans, fmt.Sprintf("fail from %s to %s (%s)", secs(f.from), secs(f.to), ms(f.to-f.from)))
+		}
+		if len(spans) == 0 {
+			spans = append(spans, "ok throughout")
+		}
+		fmt.Fprintf(&b, "    %s: %s; %d polls without a reply\n", n, strings.Join(spans, ", "), cs.noReply[n])
+	}
+	if from, to, ok := cs.window(); ok && to != never {
+		fmt.Fprintf(&b, "  CLUSTERDOWN window (the cluster refused every command): %s, from %s after the kill to %+d ms from when the promotion was seen\n",
+			ms(to-from), ms(from-r.killed), (to - r.promote).Milliseconds())
+	} else if ok {
+		fmt.Fprintf(&b, "  CLUSTERDOWN window: from %s after the kill, not over when the producers stopped\n", ms(from-r.killed))
+	} else {
+		b.WriteString("  CLUSTERDOWN window: none (no surviving master reported cluster_state:fail)\n")
 	}
 	return b.String()
 }
