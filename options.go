@@ -126,12 +126,14 @@ func WithBatchSize(n int) Option {
 	}
 }
 
-// WithIdlePoll sets how often an idle slot is looked at when no wake-up
-// arrives. Consumers are woken by producers through pub/sub and by their own
-// timers for due times they know of; the poll only bounds the delay when a
-// wake-up is lost (a reconnect). An empty slot's poll costs Redis two
-// commands (the script and one EXISTS). Default 3s, minus up to 20% jitter;
-// range 10ms..1m.
+// WithIdlePoll sets how often a consumer thread looks for messages in its
+// empty slots when no wake-up arrives, and how long a slot holding only
+// messages due later waits at most between looks. Consumers are woken by
+// producers through pub/sub and by their own timers for due times they know
+// of; the poll only bounds the delay when a wake-up is lost (a publication
+// that failed after its message was stored). A thread asks about all its
+// empty slots at once: one EXISTS per 300 slots on a single node, one per
+// slot on a Cluster. Default 3s, minus up to 20% jitter; range 10ms..1m.
 func WithIdlePoll(d time.Duration) Option {
 	return func(c *config) {
 		if d < 10*time.Millisecond || d > time.Minute {

@@ -30,11 +30,12 @@ type thread struct {
 	signal   chan struct{} // capacity 1: "look at the inbox"
 
 	// Owned by the thread's goroutine.
-	slots map[int]*slotState
-	order []*slotState // round-robin order
-	rr    int
-	down  map[string]*nodeBackoff // nodes whose calls failed lately, by Broker.Node
-	soft  *time.Timer             // a pop's soft wait (cyclecall.go)
+	slots   map[int]*slotState
+	order   []*slotState // round-robin order
+	rr      int
+	down    map[string]*nodeBackoff // nodes whose calls failed lately, by Broker.Node
+	soft    *time.Timer             // a pop's soft wait (cyclecall.go)
+	sweepAt time.Time               // the next idle sweep; zero while no slot is parked
 }
 
 // slotState is one leased slot of a thread.
@@ -49,6 +50,7 @@ type slotState struct {
 	// (see afterDelivery).
 	lingering bool
 	busy      *popCall // a pop still running after the thread stopped waiting
+	parked    bool     // empty: looked at again on a wake-up or after the idle sweep (idleslots.go)
 }
 
 func newThread(s *subscription, index int) *thread {
@@ -107,6 +109,9 @@ func (t *thread) run(hard context.Context, quit <-chan struct{}) {
 			return
 		default:
 		}
+		if now := time.Now(); t.sweepDue(now) {
+			t.sweep(hard, now)
+		}
 		s, wait := t.pick(time.Now())
 		if last != nil && last != s && len(last.pending) > 0 && !last.lingering && last.busy == nil &&
 			t.slots[last.lease.Slot()] == last {
@@ -149,7 +154,7 @@ func (t *thread) absorb(hard context.Context) {
 	for slot, due := range wakes {
 		if s := t.slots[slot]; s != nil {
 			if at := time.UnixMilli(due); at.Before(s.next) {
-				s.next = at
+				s.next, s.parked = at, false
 			}
 		}
 	}
@@ -242,10 +247,13 @@ func (t *thread) cycle(hard context.Context, s *slotState, req *rdb.CycleRequest
 // long to wait until one is.
 func (t *thread) pick(now time.Time) (*slotState, time.Duration) {
 	wait := time.Hour
+	if !t.sweepAt.IsZero() {
+		wait = max(t.sweepAt.Sub(now), 0)
+	}
 	for i := range t.order {
 		s := t.order[(t.rr+i)%len(t.order)]
-		if s.busy != nil {
-			continue // served again once its pop is back
+		if s.busy != nil || s.parked {
+			continue // served again once its pop is back, or it is woken
 		}
 		if !s.next.After(now) && !t.heldBack(s, now) {
 			t.rr = (t.rr + i + 1) % len(t.order)
@@ -324,6 +332,10 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 		return
 	}
 	if len(res.Deliveries) == 0 {
+		if res.NextMs < 0 {
+			t.park(s, now) // nothing will fall due here by itself
+			return
+		}
 		s.next = t.nextLook(res, now)
 		return
 	}

@@ -43,6 +43,9 @@ type Broker interface {
 	// failing node without holding back the slots of others: the address of
 	// its master on a Cluster, "" on a single node.
 	Node(keys SlotKeys) string
+	// AnyWaiting reports whether any of slots holds a message in store,
+	// prepare or retry: the safety net of idle slots, in few commands.
+	AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, error)
 	// Cycle runs the cycle script on one slot.
 	Cycle(ctx context.Context, keys SlotKeys, req *CycleRequest) (CycleResult, error)
 	// Cancel removes a pending member from a slot; it reports whether one was removed.

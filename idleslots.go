@@ -1,0 +1,77 @@
+package rmq
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rmq-go/rmq/internal/rdb"
+)
+
+// Idle slots. A slot whose cycle found nothing that will ever fall due (an
+// empty store, retry and prepare) is parked: no timer of its own, no Redis
+// call, until a producer's wake-up names it, or the thread's idle sweep
+// finds something waiting in one of its parked slots. The sweep, every idle
+// poll, asks Redis about all of the thread's parked slots at once
+// (Broker.AnyWaiting: one EXISTS per few hundred slots on a single node, one
+// per slot on a Cluster) and unparks them all if any holds a message. It is
+// the safety net for a lost wake-up; wake-ups and due times stay the way
+// messages are found on time.
+
+// parkedUntil is the next look of a parked slot: never, by itself.
+var parkedUntil = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// park parks s until a wake-up or the sweep.
+func (t *thread) park(s *slotState, now time.Time) {
+	s.parked, s.next = true, parkedUntil
+	if t.sweepAt.IsZero() {
+		t.sweepAt = t.nextSweep(now)
+	}
+}
+
+// nextSweep is when the sweep after one at now runs: the idle poll, minus up
+// to a fifth of it (so that threads do not sweep in step).
+func (t *thread) nextSweep(now time.Time) time.Time {
+	poll := t.sub.c.cfg.idlePoll
+	return now.Add(poll - time.Duration(rand.Int64N(int64(poll)/5+1)))
+}
+
+// sweepDue reports whether the idle sweep is due at now.
+func (t *thread) sweepDue(now time.Time) bool {
+	return !t.sweepAt.IsZero() && !now.Before(t.sweepAt)
+}
+
+// sweep asks Redis whether any parked slot holds a message, and if so
+// unparks them all: their cycles then find which.
+func (t *thread) sweep(hard context.Context, now time.Time) {
+	var parked []*slotState
+	var keys []rdb.SlotKeys
+	for _, s := range t.order {
+		if s.parked && s.busy == nil {
+			parked = append(parked, s)
+			keys = append(keys, s.keys)
+		}
+	}
+	if len(parked) == 0 {
+		t.sweepAt = time.Time{}
+		return
+	}
+	t.sweepAt = t.nextSweep(now)
+	g := &t.sub.c.consumers
+	if !g.enter() {
+		return
+	}
+	waiting, err := t.sub.c.broker.AnyWaiting(hard, keys)
+	g.leave()
+	if err != nil {
+		t.sub.c.counters.redisErrors.Add(1)
+		t.sub.c.cfg.logger.Warn("rmq: idle sweep failed; trying again at the next", "topic", t.sub.topic.Name,
+			"slots", len(parked), "err", err)
+		return
+	}
+	if waiting {
+		for _, s := range parked {
+			s.parked, s.next = false, now
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package rdb
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// idleCheckSlots is how many slots one EXISTS of AnyWaiting covers on a
+// single node (three keys each).
+const idleCheckSlots = 300
+
+// AnyWaiting implements Broker: whether any of slots holds a message in
+// store, prepare or retry. On a single node it asks with one EXISTS per
+// idleCheckSlots slots, so a consumer's idle slots cost Redis a command per
+// few hundred of them per look; on a Cluster, whose slots live under
+// different hash tags, with one EXISTS per slot. Both in one pipeline.
+func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, error) {
+	if len(slots) == 0 {
+		return false, nil
+	}
+	pipe := b.rdb.Pipeline()
+	var cmds []*redis.IntCmd
+	if b.topo != nil {
+		cmds = make([]*redis.IntCmd, 0, len(slots))
+		for _, k := range slots {
+			cmds = append(cmds, pipe.Exists(ctx, k.Store, k.Prepare, k.Retry))
+		}
+	} else {
+		for start := 0; start < len(slots); start += idleCheckSlots {
+			chunk := slots[start:min(start+idleCheckSlots, len(slots))]
+			keys := make([]string, 0, 3*len(chunk))
+			for _, k := range chunk {
+				keys = append(keys, k.Store, k.Prepare, k.Retry)
+			}
+			cmds = append(cmds, pipe.Exists(ctx, keys...))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.topo.failed(err)
+		return false, err
+	}
+	for _, c := range cmds {
+		if c.Val() > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
