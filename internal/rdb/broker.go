@@ -142,6 +142,9 @@ func New(rdb redis.UniversalClient, keys Keyspace, opts ...Option) Broker {
 		}
 	}
 	b.send = newSender(st, o.counts)
+	if sc, ok := st.(*sendCluster); ok {
+		sc.timer.queue = b.send.queue
+	}
 	return b
 }
 

@@ -51,6 +51,8 @@ type sendStream struct {
 	payload []byte      // the wake-ups' payloads
 	all     []Completer // the completers of one write, publications included
 	buf     []byte      // the encoding buffer
+	holding *heldWakes  // non-nil: wake-ups wait for company (sendcluster.go)
+	spin    int         // the reader's polls before parking (spinread.go)
 }
 
 // newSendStream returns the stream of the node that client talks to, or nil
@@ -66,16 +68,21 @@ func newSendStream(client redis.UniversalClient, ack ReplicaAck, log *slog.Logge
 	if opt.Dialer == nil || opt.OnConnect != nil || opt.StreamingCredentialsProvider != nil || opt.Limiter != nil {
 		return nil
 	}
-	return &sendStream{opt: opt, retries: clientRetries(opt), pubDone: (*wakeOutcome)(log), ack: ack}
+	return &sendStream{opt: opt, retries: clientRetries(opt), pubDone: (*wakeOutcome)(log), ack: ack, spin: maxSpinPolls}
 }
 
-// write implements strategy: the batch's entries, then their wake-ups.
-func (s *sendStream) write(batch []*request) {
+// write implements strategy: the batch's entries, then their wake-ups (or,
+// with held wake-ups, those due: see holdWakes).
+func (s *sendStream) write(batch []*request, _ bool) {
 	for _, r := range batch {
 		s.entries = append(s.entries, r.entry)
 		s.done = append(s.done, r)
 	}
-	s.pubs, s.payload = entryWakes(&s.wakes, s.entries, s.pubs, s.payload)
+	if s.holding != nil {
+		s.holdWakes(s.entries)
+	} else {
+		s.pubs, s.payload = entryWakes(&s.wakes, s.entries, s.pubs, s.payload)
+	}
 	s.writeCommands(s.entries, s.done, s.pubs, s.pubDone)
 	clear(s.entries)
 	clear(s.done)

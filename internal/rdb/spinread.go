@@ -26,10 +26,17 @@ type spinReader struct {
 	owed  *atomic.Int64 // replies owed; polling only while > 0
 	poll  func(p []byte) (n int, ok bool)
 	polls int // the current budget
+	most  int // the full budget
 }
 
-func newSpinReader(nc net.Conn, owed *atomic.Int64) *spinReader {
-	return &spinReader{nc: nc, owed: owed, poll: socketPoller(nc), polls: maxSpinPolls}
+// newSpinReader returns the reader of nc polling up to most times (no polls
+// if most is 0).
+func newSpinReader(nc net.Conn, owed *atomic.Int64, most int) *spinReader {
+	r := &spinReader{nc: nc, owed: owed, polls: most, most: most}
+	if most > 0 {
+		r.poll = socketPoller(nc)
+	}
+	return r
 }
 
 // Read returns what the socket holds, polling it first while replies are
@@ -42,12 +49,12 @@ func (r *spinReader) Read(p []byte) (int, error) {
 				break // closed, failed or at end: the read below says which
 			}
 			if n > 0 {
-				r.polls = maxSpinPolls
+				r.polls = r.most
 				return n, nil
 			}
 			runtime.Gosched()
 		}
-		r.polls = max(r.polls/2, minSpinPolls)
+		r.polls = max(r.polls/2, min(minSpinPolls, r.most))
 	}
 	return r.nc.Read(p)
 }

@@ -36,7 +36,7 @@ func loopbackPair(t *testing.T) (client, server net.Conn) {
 func TestSpinReaderPollsOnlyWhileRepliesAreOwed(t *testing.T) {
 	client, server := loopbackPair(t)
 	var owed atomic.Int64
-	r := newSpinReader(client, &owed)
+	r := newSpinReader(client, &owed, maxSpinPolls)
 	require.NotNil(t, r.poll, "a TCP connection exposes its socket")
 	buf := make([]byte, 16)
 
@@ -83,7 +83,7 @@ func TestSpinReaderOnClosedConnection(t *testing.T) {
 	client, _ := loopbackPair(t)
 	var owed atomic.Int64
 	owed.Store(3)
-	r := newSpinReader(client, &owed)
+	r := newSpinReader(client, &owed, maxSpinPolls)
 	client.Close()
 	_, err := r.Read(make([]byte, 8))
 	require.True(t, errors.Is(err, net.ErrClosed), "got %v", err)
@@ -95,7 +95,7 @@ func TestSpinReaderWithoutSocketParks(t *testing.T) {
 	defer b.Close()
 	var owed atomic.Int64
 	owed.Store(1)
-	r := newSpinReader(a, &owed)
+	r := newSpinReader(a, &owed, maxSpinPolls)
 	require.Nil(t, r.poll)
 	go b.Write([]byte("x"))
 	buf := make([]byte, 4)

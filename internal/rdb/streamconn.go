@@ -34,9 +34,9 @@ type streamConn struct {
 	outstanding atomic.Int64 // commands written and not yet completed
 }
 
-func newStreamConn(nc net.Conn, readTimeout time.Duration) *streamConn {
+func newStreamConn(nc net.Conn, readTimeout time.Duration, spin int) *streamConn {
 	c := &streamConn{nc: nc, readTimeout: readTimeout}
-	c.rd = bufio.NewReaderSize(newSpinReader(nc, &c.outstanding), 64<<10)
+	c.rd = bufio.NewReaderSize(newSpinReader(nc, &c.outstanding, spin), 64<<10)
 	return c
 }
 

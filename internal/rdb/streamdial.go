@@ -22,7 +22,7 @@ func (s *sendStream) dial() (*streamConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rdb: dial %s: %w", o.Addr, err)
 	}
-	cn := newStreamConn(nc, o.ReadTimeout)
+	cn := newStreamConn(nc, o.ReadTimeout, s.spin)
 	cn.lastUsed = time.Now()
 	cn.maxIdle = o.ConnMaxIdleTime
 	if o.ConnMaxLifetime > 0 {

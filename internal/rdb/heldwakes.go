@@ -1,0 +1,86 @@
+package rdb
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Held wake-ups. On a Cluster a PUBLISH is carried to every node over the
+// cluster bus, so a publication per write, as on a single node, costs every
+// node of the Cluster a message per write. A Cluster's streams therefore
+// hold a write's wake-ups for up to wakeHold and publish them together with
+// a later write of the same stream, after its entries, or on their own once
+// wakeHold has passed (the sender's writer does that when the Cluster
+// strategy's timer queues a flush). The order that makes a wake-up safe (its
+// entries are stored when a consumer hears of it) is kept, since one
+// connection carries both.
+
+// wakeHold is the longest a stream holds a wake-up.
+const wakeHold = time.Millisecond
+
+// heldWakes are the wake-ups a stream holds.
+type heldWakes struct {
+	set   wakeSet
+	since time.Time // when the oldest was gathered; zero while none is held
+}
+
+// holdWakes adds the wake-ups of entries to those held and, once the oldest
+// has waited wakeHold, makes them all the publications of this write
+// (s.pubs). It reports whether wake-ups are still held.
+func (s *sendStream) holdWakes(entries []Entry) bool {
+	h := s.holding
+	for i := range entries {
+		if entries[i].Wake.Channel != "" {
+			if h.since.IsZero() {
+				h.since = time.Now()
+			}
+			h.set.add(entries[i].Wake)
+		}
+	}
+	if h.since.IsZero() || time.Since(h.since) < wakeHold {
+		return !h.since.IsZero()
+	}
+	s.pubs, s.payload = h.set.appendPublications(s.pubs[:0], s.payload)
+	h.set.reset()
+	h.since = time.Time{}
+	return false
+}
+
+// flushWakes publishes the held wake-ups in a write of their own if the
+// oldest has waited wakeHold, or at once if now is set. It reports whether
+// wake-ups are still held.
+func (s *sendStream) flushWakes(now bool) bool {
+	h := s.holding
+	if h == nil || h.since.IsZero() {
+		return false
+	}
+	if !now && time.Since(h.since) < wakeHold {
+		return true
+	}
+	s.pubs, s.payload = h.set.appendPublications(s.pubs[:0], s.payload)
+	h.set.reset()
+	h.since = time.Time{}
+	s.writeCommands(nil, nil, s.pubs, s.pubDone)
+	clear(s.pubs)
+	s.pubs = s.pubs[:0]
+	return false
+}
+
+// wakeTimer makes the sender's writer come back for held wake-ups: armed
+// when a write leaves some held, it queues a flush (a request without an
+// entry) after wakeHold.
+type wakeTimer struct {
+	queue func(*request) // the sender's
+	armed atomic.Bool
+}
+
+// arm queues a flush after wakeHold unless one is already on its way.
+func (w *wakeTimer) arm() {
+	if w.queue == nil || !w.armed.CompareAndSwap(false, true) {
+		return
+	}
+	time.AfterFunc(wakeHold, func() {
+		w.armed.Store(false)
+		w.queue(&request{done: make(chan struct{}, 1)})
+	})
+}
