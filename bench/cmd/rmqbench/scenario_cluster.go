@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"time"
+
+	"github.com/rmq-go/rmq"
 )
 
 // Cluster: RMQ on a private 6-node Redis Cluster (3 masters, 3 replicas, all
@@ -19,7 +22,12 @@ const (
 	vClBatchSingle    = "SendBatch, single node"
 	vClConsumeCluster = "consume, Cluster"
 	vClConsumeSingle  = "consume, single node"
+	vClSendAck        = "Send, Cluster, WithReplicaAck(1, 500ms)"
+	vClBatchAck       = "SendBatch, Cluster, WithReplicaAck(1, 500ms)"
 )
+
+// replicaAck is the acknowledgement the *Ack variants wait for.
+var replicaAck = rmq.WithReplicaAck(1, 500*time.Millisecond)
 
 type runFunc = func(ctx context.Context, e *env) (metrics, error)
 
@@ -37,6 +45,14 @@ var clusterScenario = &scenario{
 			{"rmq", vClConsumeCluster, clusterRun(drain)},
 			{"rmq", vClConsumeSingle, drain},
 			{"rmq", vClSendPipe, produceRMQSendPipelined},
+			{"rmq", vClSendAck, clusterRun(func(ctx context.Context, e *env) (metrics, error) {
+				return produceRMQ(ctx, e, func(ctx context.Context, p *rmq.Producer, msgs []rmq.OutgoingMessage) error {
+					return parallel(len(msgs), e.produceGoroutines, func(i int) error { return p.Send(ctx, msgs[i]) })
+				}, replicaAck)
+			})},
+			{"rmq", vClBatchAck, clusterRun(func(ctx context.Context, e *env) (metrics, error) {
+				return produceRMQ(ctx, e, sendBatches, replicaAck)
+			})},
 		}
 	},
 	report: reportCluster,
@@ -69,6 +85,8 @@ var clusterPairs = []struct {
 	{"SendBatch", vClBatchCluster, vClBatchSingle, 0.60},
 	{"consume", vClConsumeCluster, vClConsumeSingle, 0},
 	{"Send (against pipelines)", vClSendCluster, vClSendPipe, 0},
+	{"Send with WithReplicaAck (against Send, Cluster)", vClSendAck, vClSendCluster, 0},
+	{"SendBatch with WithReplicaAck (against SendBatch, Cluster)", vClBatchAck, vClBatchCluster, 0},
 }
 
 func reportCluster(rep *report, res *scenarioResults) {

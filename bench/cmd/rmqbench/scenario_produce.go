@@ -129,14 +129,17 @@ func produceRMQSendPipelined(ctx context.Context, e *env) (metrics, error) {
 }
 
 func produceRMQBatch(ctx context.Context, e *env) (metrics, error) {
-	return produceRMQ(ctx, e, func(ctx context.Context, p *rmq.Producer, msgs []rmq.OutgoingMessage) error {
-		for _, c := range chunks(msgs, produceBatch) {
-			if err := p.SendBatch(ctx, c...); err != nil {
-				return err
-			}
+	return produceRMQ(ctx, e, sendBatches)
+}
+
+// sendBatches sends msgs with SendBatch, produceBatch at a time.
+func sendBatches(ctx context.Context, p *rmq.Producer, msgs []rmq.OutgoingMessage) error {
+	for _, c := range chunks(msgs, produceBatch) {
+		if err := p.SendBatch(ctx, c...); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func produceAsynq(ctx context.Context, e *env) (metrics, error) {
