@@ -124,16 +124,17 @@ local function settle()
   local cur = redis.call('ZMSCORE', prepare, unpack(members))
   local commits = {}
   for k = 0, n - 1 do
-    local held, popped = cur[k + 1], tonumber(ARGV[9 + 3 * k])
-    if held and tonumber(held) == popped then
+    local held, popped = cur[k + 1], ARGV[9 + 3 * k]
+    -- Scores come back as the integers they were written as; compare the
+    -- strings, and the numbers only when they differ.
+    if held and (held == popped or tonumber(held) == tonumber(popped)) then
       local m, act = members[k + 1], ARGV[10 + 3 * k]
-      local a = string.sub(act, 1, 1)
-      if a == COMMIT then
+      if act == COMMIT then
         commits[#commits + 1] = m
       else
         redis.call('ZREM', prepare, m)
-        if a == ROLLBACK then
-          rollback(m, popped % PREPARE_SCALE)
+        if act == ROLLBACK then
+          rollback(m, tonumber(popped) % PREPARE_SCALE)
         else
           restore(m, string.sub(act, 2))
         end
@@ -195,6 +196,23 @@ local function promote()
   end
 end
 
+-- prepareScores caches, per retries left, the prepare score of this call.
+local prepareScores = {}
+
+-- prepareScore returns the prepare score of a member popped with store score
+-- s (a string): pop second * PREPARE_SCALE + retries left, where retries left
+-- is s when at most MAX_RETRIES (a rolled-back message), else MAX_RETRIES.
+local function prepareScore(s)
+  local left = MAX_RETRIES
+  if #s <= 2 then left = math.min(math.floor(tonumber(s)), MAX_RETRIES) end
+  local p = prepareScores[left]
+  if not p then
+    p = string.format('%d', nowSec * PREPARE_SCALE + left)
+    prepareScores[left] = p
+  end
+  return p
+end
+
 -- pop moves up to max due messages from store to prepare and appends them to
 -- out. A content whose earlier copy is still in prepare stays in store until
 -- that copy is settled, so one content is never in flight twice. It returns
@@ -220,34 +238,34 @@ local function pop(out)
       for k = 1, #items, 2 do ms[#ms + 1] = items[k] end
       held = redis.call('ZMSCORE', prepare, unpack(ms))
     end
-    local taken, skipped = {}, 0
+    local taken, took, skipped = {}, 0, 0
     for k = 1, #items, 2 do
       local m, s = items[k], items[k + 1]
       if held and held[(k + 1) / 2] then
         skipped = skipped + 1
       else
-        local left = math.min(math.floor(tonumber(s)), MAX_RETRIES)
-        padd[#padd + 1] = nowSec * PREPARE_SCALE + left
+        padd[#padd + 1] = prepareScore(s)
         padd[#padd + 1] = m
-        taken[#taken + 1] = m
+        if guarded then taken[#taken + 1] = m end
         out[#out + 1] = m
         out[#out + 1] = s
+        took = took + 1
       end
     end
-    if #taken > 0 then
+    if took > 0 then
       if skipped == 0 and offset == 0 then
         -- The taken entries are the first ranks in pop order: one range
         -- removal instead of a search per member (deep stores).
         if order == ORDER_PRIORITY then
-          redis.call('ZREMRANGEBYRANK', store, -#taken, -1)
+          redis.call('ZREMRANGEBYRANK', store, -took, -1)
         else
-          redis.call('ZREMRANGEBYRANK', store, 0, #taken - 1)
+          redis.call('ZREMRANGEBYRANK', store, 0, took - 1)
         end
       else
         redis.call('ZREM', store, unpack(taken))
       end
     end
-    popped = popped + #taken
+    popped = popped + took
     if skipped == 0 or got < want then break end
     offset = offset + skipped
   end
