@@ -31,6 +31,7 @@ package churn_test
 
 import (
 	"context"
+	"github.com/rmq-go/rmq/internal/testenv"
 	"testing"
 	"time"
 
@@ -89,6 +90,13 @@ func TestChurnZooKeeper(t *testing.T) {
 // testChurnWorkers runs the scenario every coordinator must pass: workers
 // joining, stopping gracefully, dying and freezing.
 func testChurnWorkers(t *testing.T, kind coordinatorKind, deployment churnDeployment) {
+	testChurnWorkersRestarting(t, kind, deployment, nil)
+}
+
+// testChurnWorkersRestarting runs the churn events; if srv is set (the run's
+// private Redis), it also kills Redis after the thaw and restarts it after
+// longer than the lease TTL.
+func testChurnWorkersRestarting(t *testing.T, kind coordinatorKind, deployment churnDeployment, srv *testenv.RedisServer) {
 	r := newChurnRun(t, kind, deployment)
 	r.startFeed()
 	r.begin("w1", "w2", "w3", "w4", "w5", "w6")
@@ -97,6 +105,9 @@ func testChurnWorkers(t *testing.T, kind coordinatorKind, deployment churnDeploy
 	r.kill("w3", churnSession+5*time.Second)
 	r.freeze("w4", churnFreeze)
 	r.thaw("w4", 8*time.Second)
+	if srv != nil {
+		r.restartRedis(srv, churnSession+time.Second, 12*time.Second)
+	}
 	r.join("w8", 8*time.Second)
 	r.finish()
 }

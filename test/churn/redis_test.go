@@ -13,13 +13,15 @@ import (
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
-// TestChurnRedis runs the churn scenarios over the Redis coordinator: on the
-// real Redis, on the real Cluster, and on a private Redis with appendfsync
-// always that is killed and restarted mid-run.
+// TestChurnRedis runs the churn scenarios over the Redis coordinator: on a
+// real single Redis of its own with appendfsync always, which is also
+// killed and restarted mid-run, and on the real Cluster.
 func TestChurnRedis(t *testing.T) {
-	t.Run("redis", func(t *testing.T) { testChurnWorkers(t, redisKind, singleRedis) })
+	t.Run("redis-restart", func(t *testing.T) {
+		srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+		testChurnWorkersRestarting(t, redisKind, churnDeployment("addr:"+srv.Addr()), srv)
+	})
 	t.Run("cluster", func(t *testing.T) { testChurnWorkers(t, redisKind, clusterRedis) })
-	t.Run("redis-restart", testChurnRedisRestart)
 }
 
 // redisKind runs the churn test over the Redis coordinator on the Redis that
@@ -106,21 +108,6 @@ func (d churnDeployment) backend(t testing.TB) testenv.Backend {
 	default:
 		return testenv.Single(t)
 	}
-}
-
-// testChurnRedisRestart kills a private Redis (append-only, fsync always)
-// mid-run and restarts it after longer than the lease TTL, so that every
-// membership has expired by the time it is back: consumers stop while it is
-// down, and join again and reclaim every slot when it returns; nothing
-// acknowledged is lost, and no two owned calls of one slot overlap.
-func testChurnRedisRestart(t *testing.T) {
-	srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
-	r := newChurnRun(t, redisKind, churnDeployment("addr:"+srv.Addr()))
-	r.startFeed()
-	r.begin("w1", "w2", "w3", "w4")
-	r.restartRedis(srv, churnSession+time.Second, 12*time.Second)
-	r.kill("w2", churnSession+5*time.Second)
-	r.finish()
 }
 
 // restartRedis kills the run's private Redis, starts it again after down,
