@@ -33,7 +33,7 @@ func (c *Client) ResumeTopic(ctx context.Context, topic string) error {
 // namespace (RateLimit{}: unlimited); it applies within a second. Bad limits
 // fail with ErrInvalidRateLimit and change nothing.
 func (c *Client) SetRateLimit(ctx context.Context, topic string, l RateLimit) error {
-	if err := l.check(); err != nil {
+	if err := l.Validate(); err != nil {
 		return fmt.Errorf("topic %q: %w", topic, err)
 	}
 	v := ""
