@@ -310,3 +310,44 @@ func TestCollectorExposesFlowControl(t *testing.T) {
 		assert.Contains(t, s, `rmq_held_back_total{reason="limit",topic="q"}`)
 	})
 }
+
+// failControl is a go-redis hook that fails every read of the flow control
+// hash.
+type failControl struct{}
+
+func (failControl) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (failControl) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "hgetall" && len(args) > 1 && strings.HasSuffix(fmt.Sprint(args[1]), "}:control") {
+			err := errors.New("control hash unreadable")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (failControl) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// When only the flow control cannot be read, the log says why, and the
+// backlog gauges still come without the pause and rate limit ones.
+func TestCollectorLogsWhyFlowControlIsUnreadable(t *testing.T) {
+	r := miniRedis(t)
+	ctx := context.Background()
+	c, err := rmq.New(r, rmq.WithNamespace("flowfail"))
+	require.NoError(t, err)
+	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 2, Type: rmq.Priority}))
+	r.AddHook(failControl{})
+	var logs syncBuffer
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(rmqprom.NewCollector(c, rmqprom.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
+
+	s := gather(t, reg)
+	assert.Contains(t, s, `rmq_backlog_messages{state="store",topic="t"}`)
+	assert.NotContains(t, s, `rmq_topic_paused{topic="t"}`)
+	assert.Contains(t, logs.String(), "reading flow control failed")
+	assert.Contains(t, logs.String(), "control hash unreadable", "the log names the flow control's error")
+}
