@@ -118,7 +118,7 @@ type flow struct {
 	limiter rateLimiter
 	breaker *breaker // nil: disabled
 
-	heldPause, heldLimit, heldBreaker atomic.Int64 // due slots held back, per reason
+	heldPause, heldLimit, heldBreaker atomic.Int64 // slot turns held back, per reason (TopicMetrics.HeldBack)
 }
 
 // controlWatcher keeps the subscriptions' flow in line with Redis.

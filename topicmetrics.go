@@ -35,11 +35,23 @@ type TopicMetrics struct {
 	OwnedSlots int
 	// Breaker is the state of this process's breaker for the topic:
 	// BreakerClosed, BreakerOpen, BreakerHalfOpen, or BreakerOff (disabled,
-	// or not subscribed); BreakerOpened counts the times it opened.
-	Breaker       string
-	BreakerOpened int64
-	// HeldBack counts the times a due slot was held back, by reason: "pause",
-	// "limit" (no token of the rate limit), "breaker" (open or probing).
+	// or not subscribed). BreakerTransitions counts its moves by the state
+	// moved to: BreakerOpen (from closed, when the failures of the window
+	// pass the threshold; or from half-open, when a probe fails),
+	// BreakerHalfOpen (the first time a slot looks once OpenFor has passed),
+	// BreakerClosed (after the probes succeeded); nil when it is off. Every
+	// move is also logged at warn level. BreakerOpened is
+	// BreakerTransitions[BreakerOpen].
+	Breaker            string
+	BreakerOpened      int64
+	BreakerTransitions map[string]int64
+	// HeldBack counts slot turns held back, by reason: the times one of the
+	// topic's slots came up for a pop in this process (a due time, a
+	// wake-up or the idle poll) and was not popped because of "pause",
+	// "limit" (no token of the rate limit), "breaker" (open, or half-open
+	// with its one probe in flight). It counts turns, not messages nor
+	// deliveries: a paused slot counts about once a second whether or not
+	// messages wait in it, an open breaker about once per slot per opening.
 	HeldBack map[string]int64
 }
 
@@ -82,7 +94,8 @@ func (c *Client) TopicMetrics() []TopicMetrics {
 			out[i].OwnedSlots = int(s.owned.Load())
 			f := &s.flow
 			if f.breaker != nil {
-				out[i].Breaker, out[i].BreakerOpened = f.breaker.State(), f.breaker.opened.Load()
+				out[i].Breaker, out[i].BreakerTransitions = f.breaker.State(), f.breaker.transitions()
+				out[i].BreakerOpened = out[i].BreakerTransitions[BreakerOpen]
 			}
 			out[i].HeldBack = map[string]int64{"pause": f.heldPause.Load(), "limit": f.heldLimit.Load(),
 				"breaker": f.heldBreaker.Load()}

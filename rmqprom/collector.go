@@ -116,6 +116,9 @@ func (col *Collector) collectTopic(ch chan<- prometheus.Metric, m rmq.TopicMetri
 		ch <- prometheus.MustNewConstMetric(d.breaker, prometheus.GaugeValue, v, t, st)
 	}
 	counter(d.breakerOpened, m.BreakerOpened, t)
+	for _, st := range []string{rmq.BreakerOpen, rmq.BreakerHalfOpen, rmq.BreakerClosed} {
+		counter(d.breakerTransitions, m.BreakerTransitions[st], t, st)
+	}
 	for _, r := range []string{"pause", "limit", "breaker"} {
 		counter(d.heldBack, m.HeldBack[r], t, r)
 	}

@@ -163,8 +163,8 @@ func TestCollectorPassesLint(t *testing.T) {
 	problems, err := testutil.CollectAndLint(rmqprom.NewCollector(c))
 	require.NoError(t, err)
 	assert.Empty(t, problems)
-	assert.Equal(t, 8+4+1+3+2+4+1+2, testutil.CollectAndCount(rmqprom.NewCollector(c)),
-		"topic t's 8 counter and gauge series, 4 breaker states, breaker openings, 3 held-back reasons, 2 histograms, "+
+	assert.Equal(t, 8+4+1+3+3+2+4+1+2, testutil.CollectAndCount(rmqprom.NewCollector(c)),
+		"topic t's 8 counter and gauge series, 4 breaker states, breaker openings, 3 breaker transitions, 3 held-back reasons, 2 histograms, "+
 			"4 backlog states, the oldest due age, paused and rate limit")
 }
 
@@ -301,6 +301,10 @@ func TestCollectorExposesFlowControl(t *testing.T) {
 		}, 20*time.Second, 50*time.Millisecond, "the breaker did not open, or the pause held nothing back")
 		assert.Equal(t, 0.0, s[`rmq_breaker_state{state="closed",topic="p"}`])
 		assert.Equal(t, 1.0, s[`rmq_breaker_opened_total{topic="p"}`])
+		assert.Equal(t, 1.0, s[`rmq_breaker_transitions_total{to="open",topic="p"}`])
+		assert.Equal(t, 0.0, s[`rmq_breaker_transitions_total{to="half-open",topic="p"}`], "open for a minute")
+		assert.Equal(t, 0.0, s[`rmq_breaker_transitions_total{to="closed",topic="p"}`])
+		assert.Equal(t, 0.0, s[`rmq_breaker_transitions_total{to="open",topic="q"}`])
 		assert.Equal(t, 1.0, s[`rmq_breaker_state{state="closed",topic="q"}`])
 		assert.Equal(t, 1.0, s[`rmq_topic_paused{topic="q"}`])
 		assert.Equal(t, 0.0, s[`rmq_topic_paused{topic="p"}`])

@@ -39,7 +39,7 @@ type traffic struct {
 	Late          bool
 	P50, P90, P99 time.Duration
 	// BreakerOpened and HeldBack sum what every process's flow control did
-	// over the minutes shown: breaker openings, and due slots held back by
+	// over the minutes shown: breaker openings, and slot turns held back by
 	// reason (pause, limit, breaker).
 	BreakerOpened int64
 	HeldBack      map[string]int64
