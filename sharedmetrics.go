@@ -16,7 +16,8 @@ import (
 // metrics in Redis every statsFlushEvery (and when it closes), so that the
 // figures of every process add up where the CLI and the dashboard read them
 // (NamespaceMetrics). One pipeline per flush, O(topics), and none while
-// nothing changed.
+// nothing changed; and one more while one of its breakers is not closed
+// (breakershare.go).
 const statsFlushEvery = 2 * time.Second
 
 // MinuteMetrics are what every process of the namespace reported for one
@@ -111,7 +112,8 @@ type statsFlusher struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 
-	last map[string]TopicMetrics // flushed so far (flusher goroutine only)
+	last     map[string]TopicMetrics // flushed so far (flusher goroutine only)
+	breakers map[string]string       // topic → breaker state shared now, if not closed (likewise)
 }
 
 // start runs the flusher unless it runs or the client closed.
@@ -153,8 +155,10 @@ func (f *statsFlusher) close(ctx context.Context) {
 	f.flush(ctx)
 }
 
-// flush adds what the metrics gained since the last flush.
+// flush adds what the metrics gained since the last flush, and shares the
+// breakers' states (breakershare.go).
 func (f *statsFlusher) flush(ctx context.Context) {
+	f.shareBreakers(ctx)
 	if f.last == nil {
 		f.last = make(map[string]TopicMetrics)
 	}

@@ -63,6 +63,12 @@ type Broker interface {
 	DeleteTopic(ctx context.Context, topic string) error
 	// PresenceTopics returns the topics each consuming process named.
 	PresenceTopics(ctx context.Context) (map[string]string, error)
+	// ShareBreakers writes (or, with an empty State, deletes) a process's
+	// breaker state of each given topic, in one pipeline.
+	ShareBreakers(ctx context.Context, process string, states []BreakerShare) error
+	// BreakerStates returns what the processes shared of their breaker of a
+	// topic: process → "<state>|<Unix ms>".
+	BreakerStates(ctx context.Context, topic string) (map[string]string, error)
 	// AddStats adds clients' metrics to the namespace's shared ones.
 	AddStats(ctx context.Context, deltas []StatsDelta) error
 	// Stats returns a topic's shared metrics, all-time and per minute.

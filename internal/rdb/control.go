@@ -48,12 +48,13 @@ func (b *redisBroker) DeleteSlot(ctx context.Context, keys SlotKeys, force bool)
 }
 
 // DeleteTopic removes topic's records beside its slots (assignment, shared
-// metrics of the last two hours, flow control) without SCAN, the names
+// metrics of the last two hours, breaker states, flow control) without
+// SCAN, the names
 // being known, in one pipeline; then, once they are gone, its definition.
 func (b *redisBroker) DeleteTopic(ctx context.Context, topic string) error {
 	k := b.keys
 	pipe := b.rdb.Pipeline()
-	pipe.Del(ctx, k.Assignment(topic), k.Stats(topic))
+	pipe.Del(ctx, k.Assignment(topic), k.Stats(topic), k.BreakerStates(topic))
 	now := time.Now().Unix() / 60
 	for m := now - int64(statsMinuteTTL/time.Minute) - 1; m <= now+1; m++ {
 		pipe.Del(ctx, k.StatsMinute(topic, m))
