@@ -82,8 +82,11 @@ type breaker struct {
 	need      int                  // distinct failed messages that may open it
 	pruned    time.Time            // when failing last dropped what left the window
 
-	opened atomic.Int64 // times it opened
-	shown  atomic.Value // state, for metrics without the lock
+	// Moves into each state: opened (from closed, or from half-open when a
+	// probe fails), halfOpened (the first look after OpenFor), closed (the
+	// probes succeeded).
+	opened, halfOpened, closed atomic.Int64
+	shown                      atomic.Value // state, for metrics without the lock
 }
 
 // breakerBucket counts the calls of one tenth of the window: the epoch-th
@@ -212,15 +215,27 @@ func messageID(m *Message) uint64 {
 func (b *breaker) trip(now time.Time, why string) {
 	clear(b.failing)
 	b.openUntil = now.Add(b.cfg.OpenFor)
-	b.opened.Add(1)
 	b.set(BreakerOpen, why)
 }
 
-// set changes the state and logs it (under mu).
+// set changes the state, counts the move and logs it (under mu).
 func (b *breaker) set(state, why string) {
 	b.log.Warn("rmq: breaker "+state, "topic", b.topic, "why", why, "open_for", b.cfg.OpenFor)
+	switch state {
+	case BreakerOpen:
+		b.opened.Add(1)
+	case BreakerHalfOpen:
+		b.halfOpened.Add(1)
+	case BreakerClosed:
+		b.closed.Add(1)
+	}
 	b.state = state
 	b.shown.Store(state)
+}
+
+// transitions returns the moves into each state so far, by state.
+func (b *breaker) transitions() map[string]int64 {
+	return map[string]int64{BreakerOpen: b.opened.Load(), BreakerHalfOpen: b.halfOpened.Load(), BreakerClosed: b.closed.Load()}
 }
 
 // isOpen reports whether consumption is held back now (an open breaker).

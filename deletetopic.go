@@ -18,13 +18,20 @@ type deleteConfig struct{ force bool }
 // all of them (pending, in retry, in prepare and dead).
 func Force() DeleteOption { return func(c *deleteConfig) { c.force = true } }
 
-// DeleteTopic removes topic: its definition, its flow control, every key of
-// every slot (the names are known: no SCAN), its shared metrics, and the
-// coordinator's records of it. It refuses with ErrTopicNotEmpty while the
-// topic holds messages, unless Force is given, and with ErrTopicInUse while
-// a running process of the namespace consumes it. Producers that already
-// know the topic keep its definition cached: stop sending to a topic before
-// deleting it, or its slots fill again.
+// DeleteTopic removes topic: every key of every slot (the names are known:
+// no SCAN), its flow control, its shared metrics, the coordinator's records
+// of it, and last its definition. It refuses with ErrTopicInUse while a
+// running process of the namespace consumes it, and with ErrTopicNotEmpty
+// while the topic holds messages, unless Force is given.
+//
+// Slots are deleted one at a time, each by one script that checks that the
+// slot is empty and deletes its keys in the same step, so a message sent
+// meanwhile is never deleted without Force: a slot found holding one stops
+// the deletion there with ErrTopicNotEmpty, and the topic stays defined
+// (the slots deleted before it were empty, so nothing is lost). Producers
+// that already know the topic keep its definition cached: stop sending to a
+// topic before deleting it, or a message may land in a slot already deleted
+// and stay behind the deleted topic.
 func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOption) error {
 	var cfg deleteConfig
 	for _, o := range opts {
@@ -43,14 +50,14 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOp
 	if len(users) > 0 {
 		return fmt.Errorf("%w: topic %q is consumed by %s", ErrTopicInUse, t.Name, strings.Join(users, ", "))
 	}
-	if !cfg.force {
-		st, err := c.Stats(ctx, t.Name)
+	for i, keys := range t.slots {
+		deleted, n, err := c.broker.DeleteSlot(ctx, keys, cfg.force)
 		if err != nil {
-			return err
+			return fmt.Errorf("rmq: delete topic %q, slot %d: %w", t.Name, i, err)
 		}
-		if n := st.Pending() + st.Prepare + st.Dead; n > 0 {
-			return fmt.Errorf("%w: topic %q holds %d messages (store %d, retry %d, prepare %d, dead %d); rmq.Force() deletes them",
-				ErrTopicNotEmpty, t.Name, n, st.Store, st.Retry, st.Prepare, st.Dead)
+		if !deleted {
+			return fmt.Errorf("%w: topic %q: slot %d holds %d messages (store %d, retry %d, prepare %d, dead %d); rmq.Force() deletes them",
+				ErrTopicNotEmpty, t.Name, i, n.Store+n.Retry+n.Prepare+n.Dead, n.Store, n.Retry, n.Prepare, n.Dead)
 		}
 	}
 	if r, ok := c.cfg.coordinator.(coordinator.TopicRemover); ok {
@@ -58,7 +65,7 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOp
 			return fmt.Errorf("rmq: delete topic %q in the coordinator: %w", t.Name, err)
 		}
 	}
-	if err := c.broker.DeleteTopic(ctx, t.Name, t.SlotAmount); err != nil {
+	if err := c.broker.DeleteTopic(ctx, t.Name); err != nil {
 		return fmt.Errorf("rmq: delete topic %q: %w", t.Name, err)
 	}
 	c.topics.drop(t.Name)

@@ -42,24 +42,14 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			flushed = now
 		}
 		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || now.After(restoreAfter) || t.sub.heldBack() {
-			c.counters.restored.Add(int64(len(res.Deliveries) - i))
-			tm.restored.Add(int64(len(res.Deliveries) - i))
+			tm.recordRestored(&c.counters, int64(len(res.Deliveries)-i))
 			for j := range res.Deliveries[i:] {
 				s.pending = append(s.pending, res.Deliveries[i+j].Settle(rdb.Restore))
 			}
 			return
 		}
 		m := newMessage(t.sub.topic, s.lease.Slot(), d, res.NowMs)
-		c.counters.delivered.Add(1)
-		tm.delivered.Add(1)
-		if m.Attempt > 1 {
-			c.counters.redelivered.Add(1)
-			tm.redelivered.Add(1)
-		}
 		start := now
-		if !m.Due.IsZero() {
-			tm.lateness.observe(start.Sub(m.Due))
-		}
 		end, err := t.call(ctx, m, start)
 		if b := t.sub.flow.breaker; b != nil && !errors.Is(err, ErrNotOwner) {
 			var id uint64
@@ -68,33 +58,26 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			}
 			b.record(end, err != nil, id)
 		}
-		action := rdb.Commit
+		action, outcome := rdb.Commit, callCommitted
 		switch {
 		case err == nil:
-			c.counters.committed.Add(1)
-			tm.committed.Add(1)
 		case errors.Is(err, ErrNotOwner):
 			// Not done, and not the message's fault: back as it was.
-			c.counters.notOwner.Add(1)
-			tm.notOwner.Add(1)
-			action = rdb.Restore
+			action, outcome = rdb.Restore, callNotOwner
 			c.cfg.logger.Info("rmq: listener gave the message back: slot no longer owned", "topic", m.Topic, "slot", m.Slot)
 		default:
-			c.counters.failed.Add(1)
-			tm.failed.Add(1)
-			if m.RetriesLeft == 0 {
-				tm.dead.Add(1)
-			}
-			action = rdb.Rollback
+			action, outcome = rdb.Rollback, callFailed
 			c.cfg.logger.Warn("rmq: listener failed", "topic", m.Topic, "slot", m.Slot,
 				"attempt", m.Attempt, "retries_left", m.RetriesLeft, "err", err)
 		}
+		tm.recordCall(&c.counters, m, start, end, outcome)
 		s.pending = append(s.pending, d.Settle(action))
 	}
 }
 
 // call runs the listener on m, started at start, turning a panic into an
-// error, records how long it took, and returns when it ended.
+// error, feeds how long it took to the batch sizing, and returns when it
+// ended.
 func (t *thread) call(ctx context.Context, m *Message, start time.Time) (end time.Time, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -104,9 +87,7 @@ func (t *thread) call(ctx context.Context, m *Message, start time.Time) (end tim
 				"panic", r, "stack", string(debug.Stack()))
 		}
 		end = time.Now()
-		took := end.Sub(start)
-		t.sub.stats.observe(took)
-		t.sub.topic.metrics.duration.observe(took)
+		t.sub.stats.observe(end.Sub(start))
 	}()
 	return time.Time{}, t.sub.listener.OnMessage(ctx, m)
 }

@@ -33,7 +33,7 @@ func (c *Client) ResumeTopic(ctx context.Context, topic string) error {
 // namespace (RateLimit{}: unlimited); it applies within a second. Bad limits
 // fail with ErrInvalidRateLimit and change nothing.
 func (c *Client) SetRateLimit(ctx context.Context, topic string, l RateLimit) error {
-	if err := l.check(); err != nil {
+	if err := l.Validate(); err != nil {
 		return fmt.Errorf("topic %q: %w", topic, err)
 	}
 	v := ""
@@ -118,7 +118,7 @@ type flow struct {
 	limiter rateLimiter
 	breaker *breaker // nil: disabled
 
-	heldPause, heldLimit, heldBreaker atomic.Int64 // due slots held back, per reason
+	heldPause, heldLimit, heldBreaker atomic.Int64 // slot turns held back, per reason (TopicMetrics.HeldBack)
 }
 
 // controlWatcher keeps the subscriptions' flow in line with Redis.

@@ -157,10 +157,23 @@ func TestBreakerHoldsAFailingTopicBackWithoutSpendingRetries(t *testing.T) {
 		assert.Zero(t, st.Dead, "held-back messages spent no retries: none is dead")
 		assert.Less(t, calls.Load(), int64(60), "without the breaker every message would have failed 17 times by now")
 
+		assert.Equal(t, m.BreakerOpened, m.BreakerTransitions[rmq.BreakerOpen])
+		assert.Equal(t, m.BreakerOpened-1, m.BreakerTransitions[rmq.BreakerHalfOpen],
+			"each reopening followed a move to half-open")
+		assert.Zero(t, m.BreakerTransitions[rmq.BreakerClosed])
+
 		healthy.Store(true)
 		eventually(t, 10*time.Second, "the breaker closes and the rest is consumed", func() bool {
 			st := stats(t, c, "p")
 			return st.Pending()+st.Prepare == 0 && topicMetrics(c, "p").Breaker == rmq.BreakerClosed
+		})
+		m = topicMetrics(c, "p")
+		assert.Equal(t, int64(1), m.BreakerTransitions[rmq.BreakerClosed])
+		assert.Equal(t, m.BreakerOpened, m.BreakerTransitions[rmq.BreakerHalfOpen], "every opening ended in half-open")
+		eventually(t, 5*time.Second, "the moves are shared with the namespace", func() bool {
+			nm, _, err := c.NamespaceMetrics(ctx, "p", 5)
+			return err == nil && nm.BreakerTransitions[rmq.BreakerClosed] == 1 &&
+				nm.BreakerTransitions[rmq.BreakerHalfOpen] == m.BreakerOpened && nm.BreakerOpened == m.BreakerOpened
 		})
 	})
 }

@@ -36,19 +36,3 @@ func TestHistogramIsSafeForConcurrentUse(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, uint64(8000), h.snapshot().Count)
 }
-
-// BenchmarkRecordDelivery measures what the metrics add to one delivery: the
-// counters, a lateness and a duration observation (the target is under 100 ns).
-func BenchmarkRecordDelivery(b *testing.B) {
-	m := newTopicMetrics()
-	late, took := 3*time.Millisecond, 40*time.Microsecond
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			m.delivered.Add(1)
-			m.lateness.observe(late)
-			m.duration.observe(took)
-			m.committed.Add(1)
-		}
-	})
-}

@@ -11,7 +11,7 @@ import (
 type Metrics struct {
 	Sent        int64 // messages stored by Send and SendBatch
 	SendRetries int64 // Sends written again after their connection failed (see WithSendStream)
-	Delivered   int64 // listener calls
+	Delivered   int64 // listener calls that returned: Committed + Failed + NotOwner
 	Redelivered int64 // listener calls of a message delivered before (Attempt > 1)
 	Committed   int64 // listener calls that returned nil
 	Failed      int64 // listener calls that returned an error or panicked (rolled back)
@@ -24,18 +24,20 @@ type Metrics struct {
 
 // counters backs Metrics.
 type counters struct {
-	send                                              rdb.SendCounts // Sent, SendRetries
-	delivered, redelivered, committed, failed, panics atomic.Int64
-	notOwner, restored, fenced, redisErrors           atomic.Int64
+	send                                    rdb.SendCounts // Sent, SendRetries
+	redelivered, committed, failed, panics  atomic.Int64   // a listener call counts once in committed, failed or notOwner
+	notOwner, restored, fenced, redisErrors atomic.Int64
 }
 
 // Metrics returns the client's counters.
 func (c *Client) Metrics() Metrics {
 	m := &c.counters
-	return Metrics{
-		Sent: m.send.Sent.Load(), SendRetries: m.send.Retries.Load(), Delivered: m.delivered.Load(), Redelivered: m.redelivered.Load(),
+	out := Metrics{
+		Sent: m.send.Sent.Load(), SendRetries: m.send.Retries.Load(), Redelivered: m.redelivered.Load(),
 		Committed: m.committed.Load(), Failed: m.failed.Load(), Panics: m.panics.Load(),
 		NotOwner: m.notOwner.Load(), Restored: m.restored.Load(), Fenced: m.fenced.Load(),
 		RedisErrors: m.redisErrors.Load(),
 	}
+	out.Delivered = out.Committed + out.Failed + out.NotOwner
+	return out
 }

@@ -33,17 +33,23 @@ type presence struct {
 }
 
 func (c *Client) newPresence(subs map[string]*subscription) *presence {
-	kind := "custom"
-	if k, ok := c.cfg.coordinator.(coordinator.Kinded); ok {
-		kind = k.Kind()
-	}
-	host, _ := os.Hostname()
-	p := &presence{co: c.coord, me: fmt.Sprintf("%s/%s:%d:%p", kind, host, os.Getpid(), c), log: c.cfg.logger.Error}
+	p := &presence{co: c.coord, me: c.processID(), log: c.cfg.logger.Error}
 	for name := range subs {
 		p.topics = append(p.topics, name)
 	}
 	slices.Sort(p.topics)
 	return p
+}
+
+// processID names this client among the processes of the namespace:
+// "<coordinator kind>/<host>:<pid>:<client>", its presence entry.
+func (c *Client) processID() string {
+	kind := "custom"
+	if k, ok := c.cfg.coordinator.(coordinator.Kinded); ok {
+		kind = k.Kind()
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%s:%d:%p", kind, host, os.Getpid(), c)
 }
 
 // join adds the entry. A conflicting neighbour may be a process that just

@@ -15,8 +15,11 @@ type RateLimit struct {
 	Burst     int     // ≥ 1 when PerSecond is set
 }
 
-// check validates l.
-func (l RateLimit) check() error {
+// Validate reports why l is not a valid limit, with ErrInvalidRateLimit: a
+// negative or non-finite rate, a burst below 1 with a rate, or a burst
+// without a rate. The zero value (unlimited) is valid. SetRateLimit calls
+// it; call it to check a limit read from a flag or a file before use.
+func (l RateLimit) Validate() error {
 	switch {
 	case l == RateLimit{}:
 		return nil

@@ -16,7 +16,8 @@ import (
 // metrics in Redis every statsFlushEvery (and when it closes), so that the
 // figures of every process add up where the CLI and the dashboard read them
 // (NamespaceMetrics). One pipeline per flush, O(topics), and none while
-// nothing changed.
+// nothing changed; and one more while one of its breakers is not closed
+// (breakershare.go).
 const statsFlushEvery = 2 * time.Second
 
 // MinuteMetrics are what every process of the namespace reported for one
@@ -25,10 +26,12 @@ type MinuteMetrics struct {
 	Minute                             time.Time
 	Sent, Delivered, Committed, Failed int64
 	Lateness                           Histogram
-	// BreakerOpened counts the times a process's breaker opened; HeldBack
-	// the times a due slot was held back, by reason (as in TopicMetrics).
-	BreakerOpened int64
-	HeldBack      map[string]int64
+	// BreakerOpened counts the times a process's breaker opened, and
+	// BreakerTransitions its moves by the state moved to; HeldBack the slot
+	// turns held back, by reason (all as in TopicMetrics).
+	BreakerOpened      int64
+	BreakerTransitions map[string]int64
+	HeldBack           map[string]int64
 }
 
 // NamespaceMetrics returns topic's metrics summed over every process of the
@@ -50,12 +53,12 @@ func (c *Client) NamespaceMetrics(ctx context.Context, topic string, minutes int
 		Redelivered: total["redelivered"], Committed: total["committed"], Failed: total["failed"],
 		NotOwner: total["not_owner"], Restored: total["restored"], Dead: total["dead"],
 		Lateness: histogramOf(total, "lateness", LatenessBuckets), ListenerDuration: histogramOf(total, "duration", DurationBuckets),
-		BreakerOpened: total["breaker_opened"], HeldBack: heldBackOf(total)}
+		BreakerOpened: total["breaker_opened"], BreakerTransitions: transitionsOf(total), HeldBack: heldBackOf(total)}
 	out := make([]MinuteMetrics, len(perMinute))
 	for i, f := range perMinute {
 		out[i] = MinuteMetrics{Minute: time.Unix((from+int64(i))*60, 0), Sent: f["sent"], Delivered: f["delivered"],
 			Committed: f["committed"], Failed: f["failed"], Lateness: histogramOf(f, "lateness", LatenessBuckets),
-			BreakerOpened: f["breaker_opened"], HeldBack: heldBackOf(f)}
+			BreakerOpened: f["breaker_opened"], BreakerTransitions: transitionsOf(f), HeldBack: heldBackOf(f)}
 	}
 	return m, out, nil
 }
@@ -68,6 +71,20 @@ func heldBackOf(f map[string]int64) map[string]int64 {
 	out := make(map[string]int64, len(heldBackReasons))
 	for _, r := range heldBackReasons {
 		out[r] = f["held_"+r]
+	}
+	return out
+}
+
+// transitionFields are the shared metric fields of the breaker's moves, by
+// the state moved to.
+var transitionFields = map[string]string{BreakerOpen: "breaker_opened", BreakerHalfOpen: "breaker_half_opened",
+	BreakerClosed: "breaker_closed"}
+
+// transitionsOf reads the breaker's moves from shared metric fields.
+func transitionsOf(f map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(transitionFields))
+	for state, field := range transitionFields {
+		out[state] = f[field]
 	}
 	return out
 }
@@ -95,7 +112,8 @@ type statsFlusher struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 
-	last map[string]TopicMetrics // flushed so far (flusher goroutine only)
+	last     map[string]TopicMetrics // flushed so far (flusher goroutine only)
+	breakers map[string]string       // topic → breaker state shared now, if not closed (likewise)
 }
 
 // start runs the flusher unless it runs or the client closed.
@@ -137,8 +155,10 @@ func (f *statsFlusher) close(ctx context.Context) {
 	f.flush(ctx)
 }
 
-// flush adds what the metrics gained since the last flush.
+// flush adds what the metrics gained since the last flush, and shares the
+// breakers' states (breakershare.go).
 func (f *statsFlusher) flush(ctx context.Context) {
+	f.shareBreakers(ctx)
 	if f.last == nil {
 		f.last = make(map[string]TopicMetrics)
 	}
@@ -179,7 +199,9 @@ func deltaFields(old, m TopicMetrics) map[string]int64 {
 	add("not_owner", m.NotOwner-old.NotOwner)
 	add("restored", m.Restored-old.Restored)
 	add("dead", m.Dead-old.Dead)
-	add("breaker_opened", m.BreakerOpened-old.BreakerOpened)
+	for state, field := range transitionFields {
+		add(field, m.BreakerTransitions[state]-old.BreakerTransitions[state])
+	}
 	for _, r := range heldBackReasons {
 		add("held_"+r, m.HeldBack[r]-old.HeldBack[r])
 	}

@@ -29,6 +29,8 @@ var (
 	release string
 	//go:embed presence.lua
 	presence string
+	//go:embed deleteslot.lua
+	deleteSlot string
 )
 
 // Cycle returns the source of cycle.lua: settle outcomes, check the fencing
@@ -67,3 +69,7 @@ func Release() string { return release }
 // Presence returns the source of presence.lua: which processes consume a
 // namespace, with which coordinator.
 func Presence() string { return presence }
+
+// DeleteSlot returns the source of deleteslot.lua: delete a slot's keys
+// only if it holds no message (or whatever it holds, with force).
+func DeleteSlot() string { return deleteSlot }

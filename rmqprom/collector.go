@@ -4,10 +4,12 @@
 //
 // Counters and histograms are this process's (Client.TopicMetrics), as
 // Prometheus expects one series per instance: sum them across instances in
-// PromQL. Backlog gauges are the namespace's, read from Redis at each scrape
-// (Client.Backlog, O(slots) per topic, cached a second) for every topic of
-// the namespace, within a time limit; a topic whose backlog cannot be read
-// in time is logged and left out of that scrape.
+// PromQL. Backlog, pause and rate limit gauges are the namespace's, read
+// from Redis for every topic of the namespace (Client.Topics,
+// Client.FlowControls, and Client.Backlog: O(slots) per topic) within a time
+// limit, and cached: however often it is scraped, a collector reads Redis at
+// most once a second. A topic whose backlog cannot be read in time is logged
+// and left out of that scrape.
 //
 // It lives in a module of its own so that importing RMQ never links the
 // Prometheus client. To tell several clients' namespaces apart, register
@@ -15,10 +17,9 @@
 package rmqprom
 
 import (
-	"context"
 	"io"
 	"log/slog"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,7 +38,9 @@ type Collector struct {
 	timeout time.Duration
 	log     *slog.Logger
 	d       descs
-	reading atomic.Bool // a backlog read is running
+
+	mu   sync.Mutex
+	last *namespaceRead // the latest read of the namespace from Redis
 }
 
 // Option configures a Collector.
@@ -113,6 +116,9 @@ func (col *Collector) collectTopic(ch chan<- prometheus.Metric, m rmq.TopicMetri
 		ch <- prometheus.MustNewConstMetric(d.breaker, prometheus.GaugeValue, v, t, st)
 	}
 	counter(d.breakerOpened, m.BreakerOpened, t)
+	for _, st := range []string{rmq.BreakerOpen, rmq.BreakerHalfOpen, rmq.BreakerClosed} {
+		counter(d.breakerTransitions, m.BreakerTransitions[st], t, st)
+	}
 	for _, r := range []string{"pause", "limit", "breaker"} {
 		counter(d.heldBack, m.HeldBack[r], t, r)
 	}
@@ -132,86 +138,40 @@ func constHistogram(desc *prometheus.Desc, h rmq.Histogram, labels ...string) pr
 	return prometheus.MustNewConstHistogram(desc, h.Count, h.Sum, buckets, labels...)
 }
 
-// collectBacklogs sends the backlog gauges of every topic of the namespace
-// read within the collector's timeout. The reads run on a goroutine of their
-// own, so a scrape returns in time even when the Redis client ignores
-// context deadlines; while one is still running after its scrape gave up,
-// later scrapes leave the backlog out rather than pile more reads on Redis.
-// Failures are logged and left out.
+// collectBacklogs sends the gauges read from Redis (backlogs, pause, rate
+// limit) for every topic of the namespace, from the read currentRead picks:
+// it waits for that read until the read's deadline, and then sends what it
+// got so far.
 func (col *Collector) collectBacklogs(ch chan<- prometheus.Metric) {
-	if !col.reading.CompareAndSwap(false, true) {
+	r := col.currentRead(time.Now())
+	if r == nil {
 		col.log.Warn("rmqprom: an earlier backlog read is still running; no backlog gauges in this scrape")
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), col.timeout)
-	backlogs := make(chan topicState)
-	go func() {
-		defer col.reading.Store(false)
-		defer cancel()
-		defer close(backlogs)
-		col.readBacklogs(ctx, backlogs)
-	}()
+	timer := time.NewTimer(time.Until(r.deadline))
+	defer timer.Stop()
+	select {
+	case <-r.done:
+	case <-timer.C:
+		col.log.Warn("rmqprom: reading backlogs took longer than the timeout; the rest are left out of this scrape", "timeout", col.timeout)
+	}
 	d := &col.d
-	for {
-		select {
-		case ts, ok := <-backlogs:
-			if !ok {
-				return
-			}
-			b := ts.backlog
-			for _, s := range []struct {
-				state string
-				n     int64
-			}{{"store", b.Store}, {"retry", b.Retry}, {"prepare", b.Prepare}, {"dead", b.Dead}} {
-				ch <- prometheus.MustNewConstMetric(d.backlog, prometheus.GaugeValue, float64(s.n), b.Topic, s.state)
-			}
-			ch <- prometheus.MustNewConstMetric(d.oldestDue, prometheus.GaugeValue, b.OldestDueAge.Seconds(), b.Topic)
-			if ts.flowKnown {
-				paused := 0.0
-				if ts.flow.Paused {
-					paused = 1
-				}
-				ch <- prometheus.MustNewConstMetric(d.paused, prometheus.GaugeValue, paused, b.Topic)
-				ch <- prometheus.MustNewConstMetric(d.rateLimit, prometheus.GaugeValue, ts.flow.RateLimit.PerSecond, b.Topic)
-			}
-		case <-ctx.Done():
-			col.log.Warn("rmqprom: reading backlogs took longer than the timeout; the rest are left out of this scrape", "timeout", col.timeout)
-			return
+	for _, ts := range r.snapshot() {
+		b := ts.backlog
+		for _, s := range []struct {
+			state string
+			n     int64
+		}{{"store", b.Store}, {"retry", b.Retry}, {"prepare", b.Prepare}, {"dead", b.Dead}} {
+			ch <- prometheus.MustNewConstMetric(d.backlog, prometheus.GaugeValue, float64(s.n), b.Topic, s.state)
 		}
-	}
-}
-
-// topicState is what a scrape reads from Redis for one topic.
-type topicState struct {
-	backlog   rmq.Backlog
-	flow      rmq.FlowControl
-	flowKnown bool
-}
-
-// readBacklogs sends the backlog and flow control of every topic of the
-// namespace to out, until ctx ends.
-func (col *Collector) readBacklogs(ctx context.Context, out chan<- topicState) {
-	topics, err := col.c.Topics(ctx)
-	if err != nil {
-		col.log.Warn("rmqprom: listing topics failed; no backlog gauges in this scrape", "err", err)
-		return
-	}
-	flows, ferr := col.c.FlowControls(ctx)
-	if ferr != nil && ctx.Err() == nil {
-		col.log.Warn("rmqprom: reading flow control failed; no pause or rate limit gauges in this scrape", "err", err)
-	}
-	for _, t := range topics {
-		b, err := col.c.Backlog(ctx, t.Name)
-		if err != nil {
-			if ctx.Err() == nil {
-				col.log.Warn("rmqprom: reading a backlog failed; its gauges are left out of this scrape", "topic", t.Name, "err", err)
+		ch <- prometheus.MustNewConstMetric(d.oldestDue, prometheus.GaugeValue, b.OldestDueAge.Seconds(), b.Topic)
+		if ts.flowKnown {
+			paused := 0.0
+			if ts.flow.Paused {
+				paused = 1
 			}
-			continue
-		}
-		select {
-		case out <- topicState{backlog: b, flow: flows[t.Name], flowKnown: ferr == nil}:
-		case <-ctx.Done():
-			return
+			ch <- prometheus.MustNewConstMetric(d.paused, prometheus.GaugeValue, paused, b.Topic)
+			ch <- prometheus.MustNewConstMetric(d.rateLimit, prometheus.GaugeValue, ts.flow.RateLimit.PerSecond, b.Topic)
 		}
 	}
 }

@@ -163,8 +163,8 @@ func TestCollectorPassesLint(t *testing.T) {
 	problems, err := testutil.CollectAndLint(rmqprom.NewCollector(c))
 	require.NoError(t, err)
 	assert.Empty(t, problems)
-	assert.Equal(t, 8+4+1+3+2+4+1+2, testutil.CollectAndCount(rmqprom.NewCollector(c)),
-		"topic t's 8 counter and gauge series, 4 breaker states, breaker openings, 3 held-back reasons, 2 histograms, "+
+	assert.Equal(t, 8+4+1+3+3+2+4+1+2, testutil.CollectAndCount(rmqprom.NewCollector(c)),
+		"topic t's 8 counter and gauge series, 4 breaker states, breaker openings, 3 breaker transitions, 3 held-back reasons, 2 histograms, "+
 			"4 backlog states, the oldest due age, paused and rate limit")
 }
 
@@ -301,6 +301,10 @@ func TestCollectorExposesFlowControl(t *testing.T) {
 		}, 20*time.Second, 50*time.Millisecond, "the breaker did not open, or the pause held nothing back")
 		assert.Equal(t, 0.0, s[`rmq_breaker_state{state="closed",topic="p"}`])
 		assert.Equal(t, 1.0, s[`rmq_breaker_opened_total{topic="p"}`])
+		assert.Equal(t, 1.0, s[`rmq_breaker_transitions_total{to="open",topic="p"}`])
+		assert.Equal(t, 0.0, s[`rmq_breaker_transitions_total{to="half-open",topic="p"}`], "open for a minute")
+		assert.Equal(t, 0.0, s[`rmq_breaker_transitions_total{to="closed",topic="p"}`])
+		assert.Equal(t, 0.0, s[`rmq_breaker_transitions_total{to="open",topic="q"}`])
 		assert.Equal(t, 1.0, s[`rmq_breaker_state{state="closed",topic="q"}`])
 		assert.Equal(t, 1.0, s[`rmq_topic_paused{topic="q"}`])
 		assert.Equal(t, 0.0, s[`rmq_topic_paused{topic="p"}`])
@@ -309,4 +313,45 @@ func TestCollectorExposesFlowControl(t *testing.T) {
 		assert.Contains(t, s, `rmq_held_back_total{reason="breaker",topic="p"}`)
 		assert.Contains(t, s, `rmq_held_back_total{reason="limit",topic="q"}`)
 	})
+}
+
+// failControl is a go-redis hook that fails every read of the flow control
+// hash.
+type failControl struct{}
+
+func (failControl) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (failControl) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "hgetall" && len(args) > 1 && strings.HasSuffix(fmt.Sprint(args[1]), "}:control") {
+			err := errors.New("control hash unreadable")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (failControl) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// When only the flow control cannot be read, the log says why, and the
+// backlog gauges still come without the pause and rate limit ones.
+func TestCollectorLogsWhyFlowControlIsUnreadable(t *testing.T) {
+	r := miniRedis(t)
+	ctx := context.Background()
+	c, err := rmq.New(r, rmq.WithNamespace("flowfail"))
+	require.NoError(t, err)
+	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 2, Type: rmq.Priority}))
+	r.AddHook(failControl{})
+	var logs syncBuffer
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(rmqprom.NewCollector(c, rmqprom.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
+
+	s := gather(t, reg)
+	assert.Contains(t, s, `rmq_backlog_messages{state="store",topic="t"}`)
+	assert.NotContains(t, s, `rmq_topic_paused{topic="t"}`)
+	assert.Contains(t, logs.String(), "reading flow control failed")
+	assert.Contains(t, logs.String(), "control hash unreadable", "the log names the flow control's error")
 }

@@ -9,6 +9,7 @@ type descs struct {
 	lateness, duration                   *prometheus.Desc
 	backlog, oldestDue, owned            *prometheus.Desc
 	breaker, breakerOpened, heldBack     *prometheus.Desc
+	breakerTransitions                   *prometheus.Desc
 	paused, rateLimit                    *prometheus.Desc
 }
 
@@ -39,9 +40,12 @@ func newDescs() descs {
 			"1 for the state this process's breaker of the topic is in (closed, open, half-open, off), 0 for the others.",
 			[]string{"topic", "state"}, nil),
 		breakerOpened: prometheus.NewDesc("rmq_breaker_opened_total",
-			"Times this process's breaker of the topic opened.", topic, nil),
+			"Times this process's breaker of the topic opened (rmq_breaker_transitions_total{to=\"open\"}).", topic, nil),
+		breakerTransitions: prometheus.NewDesc("rmq_breaker_transitions_total",
+			"Moves of this process's breaker of the topic, by the state moved to: open (from closed, when the failures of the last 10 s pass the threshold; or from half-open, when a probe fails), half-open (the first slot turn once OpenFor has passed), closed (after 3 probes in a row succeeded).",
+			[]string{"topic", "to"}, nil),
 		heldBack: prometheus.NewDesc("rmq_held_back_total",
-			"Times this process held a due slot of the topic back, by reason: pause, limit (no token of the rate limit), breaker (open or probing).",
+			"Slot turns held back: times a slot of the topic came up for a pop in this process and was not popped, by reason: pause, limit (no token of the rate limit), breaker (open, or half-open with its probe in flight). Counts turns, not messages: a paused slot counts about once a second whether or not messages wait in it.",
 			[]string{"topic", "reason"}, nil),
 		paused: prometheus.NewDesc("rmq_topic_paused",
 			"1 while the topic is paused (PauseTopic, namespace-wide), else 0.", topic, nil),
@@ -53,5 +57,5 @@ func newDescs() descs {
 // all returns every description.
 func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.sent, d.deliveries, d.redeliveries, d.dead, d.lateness, d.duration, d.backlog, d.oldestDue, d.owned,
-		d.breaker, d.breakerOpened, d.heldBack, d.paused, d.rateLimit}
+		d.breaker, d.breakerOpened, d.breakerTransitions, d.heldBack, d.paused, d.rateLimit}
 }

@@ -36,7 +36,7 @@ const (
 // Filling takes about a minute and 1 to 2 GB of Redis memory, so it runs only
 // when asked:
 //
-//	RMQ_SCRAPE_BENCH=1 RMQ_REDIS_ADDR=127.0.0.1:6379 go test -run X -bench Scrape -benchtime 10x ./rmqprom
+//	cd rmqprom && RMQ_SCRAPE_BENCH=1 RMQ_REDIS_ADDR=127.0.0.1:6379 go test -run X -bench Scrape -benchtime 10x .
 //
 // It reports ms/scrape (the mean) and logs the median and the worst, with
 // the CPU time the hypervisor stole meanwhile.

@@ -24,7 +24,7 @@ var pageNames = []string{"topics", "topic", "workers", "login", "error"}
 // parsePages parses every page; a broken template is a bug, found by any test.
 func parsePages() pages {
 	funcs := template.FuncMap{"printable": printable, "duration": humanDuration, "relative": relative,
-		"clock": clockTime, "count": count, "rate": rate}
+		"clock": clockTime, "count": count, "rate": rate, "processes": processes}
 	out := make(pages, len(pageNames))
 	for _, name := range pageNames {
 		out[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))

@@ -85,6 +85,14 @@ func count(n int64) string {
 	return string(out)
 }
 
+// processes formats a number of processes: "1 process", "2 processes".
+func processes(n int) string {
+	if n == 1 {
+		return "1 process"
+	}
+	return count(int64(n)) + " processes"
+}
+
 // rate formats a per-second rate: "0", "0.25", "12.5", "1,234".
 func rate(perSecond float64) string {
 	switch {

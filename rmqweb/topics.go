@@ -26,6 +26,30 @@ type topicSummary struct {
 	// they could not be read.
 	Flow      rmq.FlowControl
 	FlowKnown bool
+	// Breakers is where the topic's breaker is open or half-open now.
+	Breakers breakerStates
+}
+
+// breakerStates is where a topic's breaker is not closed now: each process
+// keeps its own breaker and shares its state in Redis (Client.OpenBreakers).
+type breakerStates struct {
+	Known          bool // read from Redis
+	Open, HalfOpen int  // processes whose breaker is open, half-open
+	Processes      []rmq.ProcessBreaker
+}
+
+// newBreakerStates counts the processes by state.
+func newBreakerStates(ps []rmq.ProcessBreaker) breakerStates {
+	bs := breakerStates{Known: true, Processes: ps}
+	for _, p := range ps {
+		switch p.State {
+		case rmq.BreakerOpen:
+			bs.Open++
+		case rmq.BreakerHalfOpen:
+			bs.HalfOpen++
+		}
+	}
+	return bs
 }
 
 // traffic is what every process of the namespace reported for a topic over
@@ -39,7 +63,7 @@ type traffic struct {
 	Late          bool
 	P50, P90, P99 time.Duration
 	// BreakerOpened and HeldBack sum what every process's flow control did
-	// over the minutes shown: breaker openings, and due slots held back by
+	// over the minutes shown: breaker openings, and slot turns held back by
 	// reason (pause, limit, breaker).
 	BreakerOpened int64
 	HeldBack      map[string]int64
@@ -78,8 +102,9 @@ func (s *server) flows(ctx context.Context) (map[string]rmq.FlowControl, string)
 	return f, ""
 }
 
-// summary reads a topic's backlog and traffic (flows: every topic's flow
-// control, nil if unread); what fails is reported and left blank.
+// summary reads a topic's backlog, breaker states and traffic (flows: every
+// topic's flow control, nil if unread); what fails is reported and left
+// blank.
 func (s *server) summary(ctx context.Context, t rmq.Topic, flows map[string]rmq.FlowControl) (topicSummary, []string) {
 	sum := topicSummary{Topic: t, Flow: flows[t.Name], FlowKnown: flows != nil}
 	var errs []string
@@ -89,6 +114,11 @@ func (s *server) summary(ctx context.Context, t rmq.Topic, flows map[string]rmq.
 		errs = append(errs, s.readFailed(fmt.Sprintf("the backlog of %q", t.Name), err))
 	}
 	sum.Backlog = b
+	if open, err := s.c.OpenBreakers(ctx, t.Name); err != nil {
+		errs = append(errs, s.readFailed(fmt.Sprintf("the breaker states of %q", t.Name), err))
+	} else {
+		sum.Breakers = newBreakerStates(open)
+	}
 	_, minutes, err := s.c.NamespaceMetrics(ctx, t.Name, s.opts.Minutes)
 	if err != nil {
 		errs = append(errs, s.readFailed(fmt.Sprintf("the metrics of %q", t.Name), err))

@@ -70,10 +70,7 @@ func setupLimit(fs *flag.FlagSet) runFunc {
 		}
 		defer done()
 		if err := c.SetRateLimit(ctx, args[0], limit); err != nil {
-			if errors.Is(err, rmq.ErrInvalidRateLimit) {
-				return usagef("%s", strings.TrimPrefix(err.Error(), "rmq: "))
-			}
-			return err
+			return limitError(err)
 		}
 		e.out.printf("topic %s: rate limit %s, across every consumer of the namespace\n", args[0], limit)
 		return nil
@@ -81,7 +78,9 @@ func setupLimit(fs *flag.FlagSet) runFunc {
 }
 
 // parseLimit reads RATE[/BURST]; the burst defaults to the rate (at least 1),
-// and 0 or "off" means unlimited.
+// and 0 or "off" means unlimited. A limit that SetRateLimit would refuse (a
+// negative rate, a zero burst with a rate) is refused here, before anything
+// connects to Redis, as a usage error carrying ErrInvalidRateLimit's message.
 func parseLimit(s string) (rmq.RateLimit, error) {
 	if s == "off" || s == "0" {
 		return rmq.RateLimit{}, nil
@@ -97,7 +96,20 @@ func parseLimit(s string) (rmq.RateLimit, error) {
 			return rmq.RateLimit{}, usagef("burst %q is not a whole number", burst)
 		}
 	}
+	if err := l.Validate(); err != nil {
+		return rmq.RateLimit{}, limitError(err)
+	}
 	return l, nil
+}
+
+// limitError turns ErrInvalidRateLimit into a usage error (exit 2) with its
+// message, still matching rmq.ErrInvalidRateLimit; other errors pass
+// unchanged.
+func limitError(err error) error {
+	if errors.Is(err, rmq.ErrInvalidRateLimit) {
+		return &usageError{msg: strings.TrimPrefix(err.Error(), "rmq: "), err: err}
+	}
+	return err
 }
 
 // setupDelete defines "rmq delete TOPIC".

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"flag"
+	"io"
 	"strings"
 	"testing"
 
@@ -35,8 +37,11 @@ func TestFlowControlCommands(t *testing.T) {
 
 	code, _, stderr := rmqCmd(t, "", cmd("limit", "p", "5/0")...)
 	assert.Equal(t, exitUsage, code, stderr)
+	assert.Contains(t, stderr, "burst 0 is below 1")
 	code, _, stderr = rmqCmd(t, "", cmd("limit", "p", "-3")...)
 	assert.Equal(t, exitUsage, code, stderr)
+	assert.Contains(t, stderr, "invalid rate limit: rate -3 per second")
+	assert.Contains(t, mustRun(t, "", cmd("stats", "p")...), "consuming; rate limit unlimited", "a refused limit changes nothing")
 	code, _, stderr = rmqCmd(t, "", cmd("pause", "nope")...)
 	assert.Equal(t, exitError, code, stderr)
 
@@ -49,4 +54,71 @@ func TestFlowControlCommands(t *testing.T) {
 	assert.True(t, strings.Contains(out, "deleted topic p"), out)
 	code, _, _ = rmqCmd(t, "", cmd("stats", "p")...)
 	assert.Equal(t, exitError, code, "the topic is gone")
+}
+
+// Bad limits are refused as usage errors carrying ErrInvalidRateLimit's
+// message before rmq connects to Redis: the address here answers nothing.
+func TestLimitRefusesBadLimitsBeforeConnecting(t *testing.T) {
+	cases := []struct {
+		name, arg, want string
+	}{
+		{"negative rate", "-5", "invalid rate limit: rate -5 per second"},
+		{"negative rate with a burst", "-5/2", "invalid rate limit: rate -5 per second"},
+		{"negative fraction", "-.5", "invalid rate limit: rate -0.5 per second"},
+		{"zero burst with a rate", "5/0", "invalid rate limit: burst 0 is below 1"},
+		{"burst without a rate", "0/3", "invalid rate limit: a burst of 3 without a rate"},
+		{"not a number", "fast", `rate "fast" is not a number`},
+		{"burst not a whole number", "5/x", `burst "x" is not a whole number`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := rmqCmd(t, "", "limit", "-redis=127.0.0.1:1", "p", c.arg)
+			assert.Equal(t, exitUsage, code, stderr)
+			assert.Contains(t, stderr, "rmq limit: "+c.want)
+			assert.NotContains(t, stderr, "flag provided but not defined")
+			assert.NotContains(t, stderr, "127.0.0.1:1", "refused before connecting")
+		})
+	}
+}
+
+func TestParseLimit(t *testing.T) {
+	cases := []struct {
+		arg  string
+		want rmq.RateLimit
+		bad  bool
+	}{
+		{arg: "off", want: rmq.RateLimit{}},
+		{arg: "0", want: rmq.RateLimit{}},
+		{arg: "500", want: rmq.RateLimit{PerSecond: 500, Burst: 500}},
+		{arg: "0.5", want: rmq.RateLimit{PerSecond: 0.5, Burst: 1}},
+		{arg: "500/50", want: rmq.RateLimit{PerSecond: 500, Burst: 50}},
+		{arg: "-1", bad: true},
+		{arg: "10/0", bad: true},
+		{arg: "10/-2", bad: true},
+		{arg: "NaN", bad: true},
+		{arg: "Inf", bad: true},
+	}
+	for _, c := range cases {
+		got, err := parseLimit(c.arg)
+		if c.bad {
+			assert.ErrorIs(t, err, rmq.ErrInvalidRateLimit, c.arg)
+			continue
+		}
+		require.NoError(t, err, c.arg)
+		assert.Equal(t, c.want, got, c.arg)
+	}
+}
+
+// A negative number among the arguments is positional, not a flag; flags
+// still parse anywhere.
+func TestParseArgsTakesNegativeNumbersAsArguments(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	n := fs.Int("n", 0, "")
+	pos, err := parseArgs(fs, []string{"topic", "-5", "-n", "-3", "-.5/2"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"topic", "-5", "-.5/2"}, pos)
+	assert.Equal(t, -3, *n)
+	_, err = parseArgs(fs, []string{"topic", "-x"})
+	assert.ErrorIs(t, err, errUsageShown, "an unknown flag is still refused")
 }

@@ -55,6 +55,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -123,11 +124,18 @@ func lookup(name string) *command {
 	return nil
 }
 
-// usageError is bad command-line usage: rmq prints it and exits 2.
-type usageError struct{ msg string }
+// usageError is bad command-line usage: rmq prints it and exits 2. err, if
+// set, is the typed error behind it (e.g. rmq.ErrInvalidRateLimit).
+type usageError struct {
+	msg string
+	err error
+}
 
 // Error returns the message.
 func (e *usageError) Error() string { return e.msg }
+
+// Unwrap returns the typed error behind the usage error, if any.
+func (e *usageError) Unwrap() error { return e.err }
 
 // usagef returns a usageError.
 func usagef(format string, args ...any) error {
@@ -236,26 +244,68 @@ func newFlagSet(cmd *command, w io.Writer) *flag.FlagSet {
 
 // parseArgs parses flags anywhere among args ("rmq stats TOPIC -all" works as
 // well as "rmq stats -all TOPIC") and returns the positional arguments.
-// Everything after "--" is positional.
+// Everything after "--" is positional, and so is a negative number ("rmq
+// limit TOPIC -5" reaches the subcommand, which refuses the rate).
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
+	for len(args) > 0 {
+		if negativeNumber(args[0]) {
+			pos, args = append(pos, args[0]), args[1:]
+			continue
+		}
+		n := flagsEnd(fs, args)
+		if err := fs.Parse(args[:n]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
 			return nil, errUsageShown // the flag package printed the error and usage
 		}
-		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
+		rest := fs.Args() // the tail of args[:n] from its first positional argument
+		if k := n - len(rest); k > 0 && args[k-1] == "--" {
+			return slices.Concat(pos, rest, args[n:]), nil
 		}
-		if len(rest) == 0 {
-			return pos, nil
+		if len(rest) > 0 {
+			pos, rest = append(pos, rest[0]), rest[1:]
 		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+		args = slices.Concat(rest, args[n:])
 	}
+	return pos, nil
+}
+
+// flagsEnd returns how many of args fs.Parse may see: up to the first
+// negative number that is not the value of the flag before it, or "--".
+func flagsEnd(fs *flag.FlagSet, args []string) int {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return len(args)
+		case i > 0 && negativeNumber(a) && !takesValue(fs, args[i-1]):
+			return i
+		}
+	}
+	return len(args)
+}
+
+// takesValue reports whether arg is a flag of fs whose value is the next
+// argument ("-limit", not "-limit=5" nor a boolean flag).
+func takesValue(fs *flag.FlagSet, arg string) bool {
+	name, ok := strings.CutPrefix(arg, "-")
+	name = strings.TrimPrefix(name, "-")
+	if !ok || name == "" || strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+	return !isBool || !b.IsBoolFlag()
+}
+
+// negativeNumber reports whether arg reads as a negative number ("-5",
+// "-0.5/2", "-.5"), which parseArgs takes as a positional argument.
+func negativeNumber(arg string) bool {
+	return len(arg) > 1 && arg[0] == '-' && (arg[1] >= '0' && arg[1] <= '9' || arg[1] == '.')
 }
 
 // upperFirst returns s with its first letter in upper case.

@@ -57,10 +57,21 @@ type Broker interface {
 	Controls(ctx context.Context) (map[string]string, error)
 	// SetControl stores a topic's flow control ("" removes it) and announces it.
 	SetControl(ctx context.Context, topic, control string) error
-	// DeleteTopic removes every key of a topic of slots slots, definition included.
-	DeleteTopic(ctx context.Context, topic string, slots int) error
+	// DeleteSlot deletes a slot's keys in one script, only if its sets are
+	// all empty (whatever they hold, with force); it reports whether it
+	// deleted them, and the sets' sizes before the call.
+	DeleteSlot(ctx context.Context, keys SlotKeys, force bool) (deleted bool, before SlotCounts, err error)
+	// DeleteTopic removes a topic's records beside its slots (assignment,
+	// shared metrics, flow control), then its definition.
+	DeleteTopic(ctx context.Context, topic string) error
 	// PresenceTopics returns the topics each consuming process named.
 	PresenceTopics(ctx context.Context) (map[string]string, error)
+	// ShareBreakers writes (or, with an empty State, deletes) a process's
+	// breaker state of each given topic, in one pipeline.
+	ShareBreakers(ctx context.Context, process string, states []BreakerShare) error
+	// BreakerStates returns what the processes shared of their breaker of a
+	// topic: process → "<state>|<Unix ms>".
+	BreakerStates(ctx context.Context, topic string) (map[string]string, error)
 	// AddStats adds clients' metrics to the namespace's shared ones.
 	AddStats(ctx context.Context, deltas []StatsDelta) error
 	// Stats returns a topic's shared metrics, all-time and per minute.

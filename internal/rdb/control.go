@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,25 +29,41 @@ func (b *redisBroker) SetControl(ctx context.Context, topic, control string) err
 	return b.rdb.Publish(ctx, b.keys.ControlChannel(), topic).Err()
 }
 
-// DeleteTopic removes every key of topic (slots 0..slots-1, its definition,
-// flow control, assignment, shared metrics of the last two hours) without
-// SCAN: the names are known. Keys of different hash tags go in one pipeline.
-func (b *redisBroker) DeleteTopic(ctx context.Context, topic string, slots int) error {
+// DeleteSlot implements Broker with deleteslot.lua: the emptiness check and
+// the deletion are one step, so a message stored meanwhile is never deleted
+// unseen. Every key of a slot shares its hash tag.
+func (b *redisBroker) DeleteSlot(ctx context.Context, keys SlotKeys, force bool) (bool, SlotCounts, error) {
+	flag := "0"
+	if force {
+		flag = "1"
+	}
+	res, err := deleteSlotScript.Run(ctx, b.rdb, []string{keys.Store, keys.Retry, keys.Prepare, keys.Dead, keys.Owner}, flag).Int64Slice()
+	if err != nil {
+		return false, SlotCounts{}, err
+	}
+	if len(res) != 5 {
+		return false, SlotCounts{}, fmt.Errorf("rdb: deleteslot.lua returned %d values, want 5", len(res))
+	}
+	return res[0] == 1, SlotCounts{Store: res[1], Retry: res[2], Prepare: res[3], Dead: res[4]}, nil
+}
+
+// DeleteTopic removes topic's records beside its slots (assignment, shared
+// metrics of the last two hours, breaker states, flow control) without
+// SCAN, the names
+// being known, in one pipeline; then, once they are gone, its definition.
+func (b *redisBroker) DeleteTopic(ctx context.Context, topic string) error {
 	k := b.keys
 	pipe := b.rdb.Pipeline()
-	for i := range slots {
-		s := k.Slot(topic, i)
-		pipe.Del(ctx, s.Store, s.Prepare, s.Retry, s.Dead, s.Owner)
-	}
-	pipe.Del(ctx, k.Assignment(topic), k.Stats(topic))
+	pipe.Del(ctx, k.Assignment(topic), k.Stats(topic), k.BreakerStates(topic))
 	now := time.Now().Unix() / 60
 	for m := now - int64(statsMinuteTTL/time.Minute) - 1; m <= now+1; m++ {
 		pipe.Del(ctx, k.StatsMinute(topic, m))
 	}
 	pipe.HDel(ctx, k.Controls(), topic+"|paused", topic+"|limit")
-	pipe.HDel(ctx, k.Topics(), topic)
-	_, err := pipe.Exec(ctx)
-	return err
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	return b.rdb.HDel(ctx, k.Topics(), topic).Err()
 }
 
 // PresenceTopics returns the topics of each presence entry.

@@ -77,6 +77,14 @@ func (k Keyspace) StatsMinute(topic string, minute int64) string {
 	return k.coordKey("stats:" + topic + ":" + strconv.FormatInt(minute, 10))
 }
 
+// BreakerStates is a hash of the processes whose breaker of topic is not
+// closed: field = process (its presence entry), value = "<state>|<Unix ms>",
+// the state (open, half-open) and when the process wrote it, by its clock.
+// Every such process rewrites its field every few seconds and deletes it
+// when its breaker closes or it stops; the key expires a minute after the
+// last write.
+func (k Keyspace) BreakerStates(topic string) string { return k.coordKey("breakers:" + topic) }
+
 // CoordChannel is the Redis coordinator's pub/sub channel: "members" (the
 // membership changed), "leader" (a leader took over), "epoch" (assignments
 // changed), "free" (a slot was released).

@@ -13,6 +13,8 @@ var (
 	cancelScript  = redis.NewScript(lua.Cancel())
 	requeueScript = redis.NewScript(lua.Requeue())
 
+	deleteSlotScript = redis.NewScript(lua.DeleteSlot())
+
 	joinScript      = redis.NewScript(lua.Join())
 	heartbeatScript = redis.NewScript(lua.Heartbeat())
 	leaveScript     = redis.NewScript(lua.Leave())

@@ -110,13 +110,32 @@ func TestDashboardInChromium(t *testing.T) {
 	// The topics page lists every topic.
 	do(t, ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`table.topics`)))
 	topics := text(t, ctx, `table.topics tbody`)
-	for _, name := range []string{hotTopic, liveTopic, deadTopic} {
+	for _, name := range []string{hotTopic, liveTopic, deadTopic, breakerTopic} {
 		assert.Contains(t, topics, name)
 	}
+	// The failing topic's row says its breaker is open in this process; no other row does.
+	flows, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries(
+		Array.from(document.querySelectorAll('table.topics tbody tr'), tr => [tr.querySelector('a.topic').textContent, tr.querySelector('td.flow').innerText]))`))
+	require.NoError(t, err)
+	for name, flow := range flows {
+		if name == breakerTopic {
+			assert.Contains(t, flow, "breaker open in 1 process")
+		} else {
+			assert.NotContains(t, flow, "breaker open", "only %s's breaker is open", breakerTopic)
+		}
+	}
+	assert.Len(t, flows, 4)
 	screenshot(t, ctx, dir, "topics")
 
+	// The failing topic's page: where its breaker is open now, and the process.
+	do(t, ctx, chromedp.Navigate(base+"topic?t="+breakerTopic), chromedp.WaitVisible(chromedp.CSS(`table.breakers`)))
+	assert.Contains(t, text(t, ctx, `section.flow`), "Breaker now\nbreaker open in 1 process")
+	assert.Contains(t, text(t, ctx, `table.breakers tbody`), "open")
+	screenshot(t, ctx, dir, "topic-breaker")
+
 	// The hot topic's page: its heat strip, the hot slot's messages first.
-	do(t, ctx, chromedp.Click(chromedp.CSS(`a.topic[href="topic?t=`+hotTopic+`"]`)), chromedp.WaitVisible(chromedp.CSS(`svg.heat`)))
+	do(t, ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`table.topics`)),
+		chromedp.Click(chromedp.CSS(`a.topic[href="topic?t=`+hotTopic+`"]`)), chromedp.WaitVisible(chromedp.CSS(`svg.heat`)))
 	assert.Contains(t, text(t, ctx, `h1`), hotTopic)
 	assert.Equal(t, "Next messages due in slot "+strconv.Itoa(rmq.SlotIndex([]byte("customer-hot"), 64)), text(t, ctx, `#next`),
 		"the hottest slot is shown first")

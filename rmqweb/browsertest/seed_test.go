@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -14,11 +15,13 @@ import (
 
 // The seeded namespace: a Priority topic with a hot key, a FixedTime topic
 // consumed by this process (traffic, lateness, a worker), a RangeMerge topic
-// with dead messages.
+// with dead messages, a Priority topic whose listener fails (its breaker
+// open in this process).
 const (
 	hotTopic     = "orders"
 	liveTopic    = "emails"
 	deadTopic    = "renders"
+	breakerTopic = "webhooks"
 	poison       = "poison-1"
 	deadTopicLen = 8 // slots of deadTopic
 )
@@ -35,7 +38,8 @@ func seed(t *testing.T, r *redis.Client, ns string) *rmq.Client {
 	c, err := rmq.New(r, rmq.WithNamespace(ns))
 	require.NoError(t, err)
 	for _, tp := range []rmq.Topic{{Name: hotTopic, SlotAmount: 64, Type: rmq.Priority},
-		{Name: liveTopic, SlotAmount: 16, Type: rmq.FixedTime}, {Name: deadTopic, SlotAmount: deadTopicLen, Type: rmq.RangeMerge}} {
+		{Name: liveTopic, SlotAmount: 16, Type: rmq.FixedTime}, {Name: deadTopic, SlotAmount: deadTopicLen, Type: rmq.RangeMerge},
+		{Name: breakerTopic, SlotAmount: 4, Type: rmq.Priority}} {
 		require.NoError(t, c.DefineTopic(ctx, tp))
 	}
 	p := c.Producer()
@@ -54,6 +58,9 @@ func seed(t *testing.T, r *redis.Client, ns string) *rmq.Client {
 		delivered <- struct{}{}
 		return nil
 	}), rmq.WithThreads(4)))
+	require.NoError(t, c.Subscribe(breakerTopic, rmq.ListenerFunc(func(context.Context, *rmq.Message) error {
+		return errors.New("endpoint down")
+	}), rmq.WithBreaker(rmq.Breaker{FailureRatio: 0.5, MinCalls: 3, OpenFor: time.Hour})))
 	done := make(chan error, 1)
 	go func() { done <- c.Start(context.Background()) }()
 	t.Cleanup(func() {
@@ -83,9 +90,15 @@ func seed(t *testing.T, r *redis.Client, ns string) *rmq.Client {
 		key := fmt.Sprintf("%s:{%s:%d}:dead", ns, deadTopic, rmq.SlotIndex([]byte(content), deadTopicLen)) // the README's key layout
 		require.NoError(t, r.ZAdd(ctx, key, redis.Z{Score: float64(start.Add(time.Duration(-i) * time.Minute).UnixMilli()), Member: content}).Err())
 	}
-	require.Eventually(t, func() bool { // shared metrics are flushed every 2 s
+	var hooks []rmq.OutgoingMessage
+	for i := range 5 {
+		hooks = append(hooks, rmq.PriorityMessage{Topic: breakerTopic, Content: fmt.Appendf(nil, "hook-%d", i), Priority: 20})
+	}
+	require.NoError(t, p.SendBatch(ctx, hooks...))
+	require.Eventually(t, func() bool { // shared metrics and breaker states are flushed every 2 s
 		m, _, err := c.NamespaceMetrics(ctx, liveTopic, 1)
-		return err == nil && m.Delivered >= 300
+		open, oerr := c.OpenBreakers(ctx, breakerTopic)
+		return err == nil && m.Delivered >= 300 && oerr == nil && len(open) == 1
 	}, 15*time.Second, 100*time.Millisecond)
 	return c
 }

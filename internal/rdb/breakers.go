@@ -1,0 +1,53 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// BreakerShare is one process's breaker state of one topic, as it shares
+// it: State "" deletes the process's field.
+type BreakerShare struct {
+	Topic string
+	State string
+	AtMs  int64 // when, Unix ms by the process's clock
+}
+
+// breakerStatesTTL is how long a topic's breaker states outlive their last
+// write: the fields of processes that died with their breaker open go with
+// the key once no process writes it any more.
+const breakerStatesTTL = time.Minute
+
+// ShareBreakers implements Broker: HSET (with the key's expiry renewed) or
+// HDEL per topic, in one pipeline (every key shares the namespace's hash
+// tag).
+func (b *redisBroker) ShareBreakers(ctx context.Context, process string, states []BreakerShare) error {
+	if len(states) == 0 {
+		return nil
+	}
+	pipe := b.rdb.Pipeline()
+	for _, s := range states {
+		key := b.keys.BreakerStates(s.Topic)
+		if s.State == "" {
+			pipe.HDel(ctx, key, process)
+			continue
+		}
+		pipe.HSet(ctx, key, process, s.State+"|"+strconv.FormatInt(s.AtMs, 10))
+		pipe.PExpire(ctx, key, breakerStatesTTL)
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// BreakerStates implements Broker.
+func (b *redisBroker) BreakerStates(ctx context.Context, topic string) (map[string]string, error) {
+	m, err := b.rdb.HGetAll(ctx, b.keys.BreakerStates(topic)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return m, err
+}
