@@ -45,12 +45,12 @@ type OutgoingMessage interface {
 
 // outgoing is a validated message ready to store.
 type outgoing struct {
-	typ     TopicType
-	topic   string
-	content []byte
-	basis   string
-	score   float64
-	dueMs   int64 // when it becomes due; 0 for Priority (due at once)
+	typ      TopicType
+	topic    string
+	content  []byte
+	basis    string
+	dueMs    int64 // when it becomes due (time types)
+	priority int64 // Priority
 }
 
 // RangeMergeMessage is delivered TimeRange after it is sent. Copies of one
@@ -98,16 +98,14 @@ func (m RangeMergeMessage) prepare(now time.Time) (outgoing, error) {
 	if due > maxDueMs || m.TimeRange > 100*365*24*time.Hour {
 		return outgoing{}, fmt.Errorf("%w: time range %v is too large", ErrInvalidTime, m.TimeRange)
 	}
-	return outgoing{typ: RangeMerge, topic: m.Topic, content: m.Content, basis: m.SlotBasis,
-		score: float64(due), dueMs: due}, nil
+	return outgoing{typ: RangeMerge, topic: m.Topic, content: m.Content, basis: m.SlotBasis, dueMs: due}, nil
 }
 
 func (m PriorityMessage) prepare(time.Time) (outgoing, error) {
 	if m.Priority <= MaxRetries || m.Priority > MaxPriority {
 		return outgoing{}, fmt.Errorf("%w and at most %d, got %d", ErrInvalidPriority, int64(MaxPriority), m.Priority)
 	}
-	return outgoing{typ: Priority, topic: m.Topic, content: m.Content, basis: m.SlotBasis,
-		score: float64(m.Priority)}, nil
+	return outgoing{typ: Priority, topic: m.Topic, content: m.Content, basis: m.SlotBasis, priority: m.Priority}, nil
 }
 
 func (m FixedTimeMessage) prepare(now time.Time) (outgoing, error) {
@@ -118,8 +116,7 @@ func (m FixedTimeMessage) prepare(now time.Time) (outgoing, error) {
 	if due > maxDueMs {
 		return outgoing{}, fmt.Errorf("%w: fixed time %s is too far ahead", ErrInvalidTime, m.FixedTime.Format(time.RFC3339Nano))
 	}
-	return outgoing{typ: FixedTime, topic: m.Topic, content: m.Content, basis: m.SlotBasis,
-		score: float64(due), dueMs: due}, nil
+	return outgoing{typ: FixedTime, topic: m.Topic, content: m.Content, basis: m.SlotBasis, dueMs: due}, nil
 }
 
 // ceilMs returns t in Unix milliseconds, rounded up, so a message is never

@@ -105,8 +105,11 @@ func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time) 
 		return rdb.Entry{}, nil, fmt.Errorf("%w: topic %q is %s, message is %s", ErrTopicTypeMismatch, t.Name, t.Type, o.typ)
 	}
 	slot := slotOf(o.content, o.basis, t.SlotAmount)
-	return rdb.Entry{Key: t.slots[slot].Store, Score: o.score, Member: o.content, NX: t.Type == RangeMerge,
-		Wake: rdb.Wake{Channel: t.wake, Slot: slot, DueMs: o.dueMs}}, t, nil
+	key, wake := t.slots[slot].Store, rdb.Wake{Channel: t.wake, Slot: slot}
+	if t.Type == Priority {
+		return rdb.PriorityEntry(key, o.content, o.priority, wake), t, nil
+	}
+	return rdb.DueEntry(key, o.content, o.dueMs, t.Type == RangeMerge, wake), t, nil
 }
 
 // checkContent validates a message content.
