@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/rmq-go/rmq/internal/backoff"
 	"github.com/rmq-go/rmq/internal/wait"
 )
 
@@ -59,6 +60,7 @@ func (z *Coordinator) connect(ctx context.Context, onEvent func(zk.Event)) (*ses
 		return nil, fmt.Errorf("rmq: zookeeper connect: %w", err)
 	}
 	s.conn = conn
+	authFailures := 0
 	for {
 		select {
 		case <-hasSession:
@@ -74,9 +76,10 @@ func (z *Coordinator) connect(ctx context.Context, onEvent func(zk.Event)) (*ses
 			if err == nil {
 				return s, nil
 			}
-			z.log.Warn("rmq: zookeeper auth failed; retrying", "err", err)
+			authFailures++
+			z.log.Warn("rmq: zookeeper auth failed; retrying", "err", err, "failures", authFailures)
 			signal(hasSession)
-			wait.Sleep(ctx, time.Second)
+			wait.Sleep(ctx, backoff.Redis.Delay(authFailures))
 		case <-authFailed:
 			conn.Close()
 			return nil, fmt.Errorf("rmq: zookeeper authentication failed")
