@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq"
 	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/rdb"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
@@ -114,4 +116,37 @@ func TestLocalCoordinatorRefusesABusyNamespace(t *testing.T) {
 	require.NoError(t, second.Subscribe("t", newRecorder()))
 	assert.ErrorIs(t, second.Start(ctx), rmq.ErrNamespaceBusy)
 	assert.NoError(t, second.Close(ctx))
+}
+
+// TestLocalCoordinatorYieldsToANeighbourFoundLater: a process of the local
+// coordinator that finds, at a presence renewal, a neighbour it cannot share
+// the namespace with (one cut off from Redis for longer than its presence
+// lasted, now back) stops consuming, and Start returns ErrNamespaceBusy.
+func TestLocalCoordinatorYieldsToANeighbourFoundLater(t *testing.T) {
+	b := testenv.Mini(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, b)
+	local, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithCoordinator(coordinator.NewLocal()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = local.Close(ctx) })
+	define(t, local, "t", 4, rmq.Priority)
+	require.NoError(t, local.Subscribe("t", newRecorder()))
+	done := make(chan error, 1)
+	go func() { done <- local.Start(ctx) }()
+	eventually(t, 5*time.Second, "the local client consumes", func() bool {
+		ws, err := local.Workers(ctx)
+		return err == nil && len(ws) == 1
+	})
+
+	// A Redis-coordinated process reappears (its own renewal re-adds it).
+	presence := rdb.NewKeyspace(ns).Presence()
+	require.NoError(t, b.Redis.ZAdd(ctx, presence, redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()),
+		Member: "redis/elsewhere:1:0x1"}).Err())
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, rmq.ErrNamespaceBusy)
+		assert.ErrorContains(t, err, "redis/elsewhere:1:0x1")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the local client kept consuming beside a neighbour")
+	}
 }

@@ -52,6 +52,14 @@ func (c *Client) Start(ctx context.Context) error {
 	defer coordDone()
 
 	p := c.newPresence(subs)
+	var yielded error // set once, before stop, by the presence's goroutine
+	var yieldOnce sync.Once
+	p.yield = func(other string) {
+		yieldOnce.Do(func() {
+			yielded = fmt.Errorf("%w: %s consumes it too (this process: %s)", ErrNamespaceBusy, other, p.me)
+			stop()
+		})
+	}
 	if err := p.join(runCtx); err != nil {
 		c.mu.Lock()
 		c.state = stateNew // nothing consumed: Start may be tried again
@@ -95,7 +103,7 @@ func (c *Client) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("rmq: coordinator: %w", err)
 	}
-	return nil
+	return yielded // a process of the local coordinator found a neighbour while it consumed
 }
 
 // Shutdown ends consumption gracefully while the producer keeps working:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rmq-go/rmq/coordinator"
@@ -30,10 +31,16 @@ type presence struct {
 	me     string // "<kind>/<host>:<pid>:<nonce>"
 	topics []string
 	log    func(msg string, args ...any)
+	// alone: this client's coordinator (the local one) shares the namespace
+	// with nobody, so it is the one to stop when a renewal finds a neighbour
+	// (one cut off from Redis past presenceTTL, now back): yield is called.
+	alone bool
+	yield func(other string)
 }
 
 func (c *Client) newPresence(subs map[string]*subscription) *presence {
 	p := &presence{co: c.coord, me: c.processID(), log: c.cfg.logger.Error}
+	p.alone = strings.HasPrefix(p.me, "local/")
 	for name := range subs {
 		p.topics = append(p.topics, name)
 	}
@@ -84,6 +91,10 @@ func (p *presence) renew(ctx context.Context) {
 		other, err := p.co.Presence(ctx, p.me, presenceTTL, "renew", p.topics...)
 		if err == nil && other != "" {
 			p.log("rmq: another process consumes this namespace and cannot share it", "this", p.me, "other", other)
+			if p.alone && p.yield != nil {
+				p.yield(other)
+				p.yield = nil
+			}
 		}
 	}
 	leave, cancel := context.WithTimeout(context.Background(), time.Second)
