@@ -32,7 +32,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 	ctx, cancel := context.WithDeadline(s.ctx, sent.Add(c.cfg.consumeTimeout))
 	defer cancel()
 	flushed := time.Now()
-	tm := t.sub.topic.metrics
+	tm := t.sub.topic.metrics.shard(t.index)
 	for i := range res.Deliveries {
 		d := &res.Deliveries[i]
 		now := time.Now()
@@ -42,7 +42,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			flushed = now
 		}
 		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || now.After(restoreAfter) || t.sub.heldBack() {
-			tm.recordRestored(&c.counters, int64(len(res.Deliveries)-i))
+			tm.recordRestored(int64(len(res.Deliveries) - i))
 			for j := range res.Deliveries[i:] {
 				s.pending = append(s.pending, res.Deliveries[i+j].Settle(rdb.Restore))
 			}
@@ -70,7 +70,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			c.cfg.logger.Warn("rmq: listener failed", "topic", m.Topic, "slot", m.Slot,
 				"attempt", m.Attempt, "retries_left", m.RetriesLeft, "err", err)
 		}
-		tm.recordCall(&c.counters, m, start, end, outcome)
+		tm.recordCall(m, start, end, outcome)
 		s.pending = append(s.pending, d.Settle(action))
 	}
 }

@@ -77,6 +77,15 @@ func (h *histogram) observe(d time.Duration) {
 	h.sumNs.Add(ns)
 }
 
+// add adds o, a histogram of the same bounds, to h.
+func (h *Histogram) add(o Histogram) {
+	for i := range o.Counts {
+		h.Counts[i] += o.Counts[i]
+	}
+	h.Count += o.Count
+	h.Sum += o.Sum
+}
+
 // snapshot returns the histogram's current state.
 func (h *histogram) snapshot() Histogram {
 	s := Histogram{Bounds: h.bounds, Counts: make([]uint64, len(h.counts))}

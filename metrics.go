@@ -23,21 +23,29 @@ type Metrics struct {
 }
 
 // counters backs Metrics.
+// The counts of listener calls and their outcomes are the sums of the
+// topics' (topicMetrics).
 type counters struct {
-	send                                    rdb.SendCounts // Sent, SendRetries
-	redelivered, committed, failed, panics  atomic.Int64   // a listener call counts once in committed, failed or notOwner
-	notOwner, restored, fenced, redisErrors atomic.Int64
+	send                        rdb.SendCounts // Sent, SendRetries
+	panics, fenced, redisErrors atomic.Int64
 }
 
 // Metrics returns the client's counters.
 func (c *Client) Metrics() Metrics {
 	m := &c.counters
-	out := Metrics{
-		Sent: m.send.Sent.Load(), SendRetries: m.send.Retries.Load(), Redelivered: m.redelivered.Load(),
-		Committed: m.committed.Load(), Failed: m.failed.Load(), Panics: m.panics.Load(),
-		NotOwner: m.notOwner.Load(), Restored: m.restored.Load(), Fenced: m.fenced.Load(),
-		RedisErrors: m.redisErrors.Load(),
+	out := Metrics{Sent: m.send.Sent.Load(), SendRetries: m.send.Retries.Load(), Panics: m.panics.Load(),
+		Fenced: m.fenced.Load(), RedisErrors: m.redisErrors.Load()}
+	c.topics.mu.RLock()
+	for _, t := range c.topics.byName {
+		for _, cm := range t.metrics.calls {
+			out.Redelivered += cm.redelivered.Load()
+			out.Committed += cm.committed.Load()
+			out.Failed += cm.failed.Load()
+			out.NotOwner += cm.notOwner.Load()
+			out.Restored += cm.restored.Load()
+		}
 	}
+	c.topics.mu.RUnlock()
 	out.Delivered = out.Committed + out.Failed + out.NotOwner
 	return out
 }

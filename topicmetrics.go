@@ -55,16 +55,63 @@ type TopicMetrics struct {
 	HeldBack map[string]int64
 }
 
-// topicMetrics backs TopicMetrics: lock-free on the hot path.
+// topicMetrics backs TopicMetrics: lock-free on the hot path. What the
+// delivery path records is split into callShards shards, one per consumer
+// thread (thread index modulo callShards), each allocated on cache lines of
+// its own, so that threads on different cores do not contend for the same
+// counters; readers sum the shards.
 type topicMetrics struct {
-	sent, redelivered                     atomic.Int64
+	sent  atomic.Int64
+	calls [callShards]*callMetrics
+}
+
+// callShards is how many shards a topic's delivery metrics have.
+const callShards = 8
+
+// callMetrics is one shard of a topic's delivery metrics.
+type callMetrics struct {
+	redelivered                           atomic.Int64
 	committed, failed, notOwner, restored atomic.Int64 // a listener call counts once in committed, failed or notOwner
 	dead                                  atomic.Int64
 	lateness, duration                    *histogram
+	_                                     [64]byte // keeps the next allocation off these lines
 }
 
 func newTopicMetrics() *topicMetrics {
-	return &topicMetrics{lateness: newHistogram(LatenessBuckets), duration: newHistogram(DurationBuckets)}
+	tm := &topicMetrics{}
+	for i := range tm.calls {
+		tm.calls[i] = &callMetrics{lateness: newHistogram(LatenessBuckets), duration: newHistogram(DurationBuckets)}
+	}
+	return tm
+}
+
+// shard returns the shard of consumer thread i.
+func (tm *topicMetrics) shard(i int) *callMetrics { return tm.calls[uint(i)%callShards] }
+
+// callTotals are the delivery metrics of a topic, summed over its shards.
+type callTotals struct {
+	redelivered, committed, failed, notOwner, restored, dead int64
+	lateness, duration                                       Histogram
+}
+
+// totals sums the shards.
+func (tm *topicMetrics) totals() callTotals {
+	var t callTotals
+	for i, cm := range tm.calls {
+		t.redelivered += cm.redelivered.Load()
+		t.committed += cm.committed.Load()
+		t.failed += cm.failed.Load()
+		t.notOwner += cm.notOwner.Load()
+		t.restored += cm.restored.Load()
+		t.dead += cm.dead.Load()
+		if i == 0 {
+			t.lateness, t.duration = cm.lateness.snapshot(), cm.duration.snapshot()
+		} else {
+			t.lateness.add(cm.lateness.snapshot())
+			t.duration.add(cm.duration.snapshot())
+		}
+	}
+	return t
 }
 
 // TopicMetrics returns the metrics of every topic this client sent to,
@@ -82,12 +129,12 @@ func (c *Client) TopicMetrics() []TopicMetrics {
 	c.mu.Unlock()
 	out := make([]TopicMetrics, len(infos))
 	for i, t := range infos {
-		m := t.metrics
+		m := t.metrics.totals()
 		out[i] = TopicMetrics{Topic: t.Name, Type: t.Type,
-			Sent: m.sent.Load(), Redelivered: m.redelivered.Load(),
-			Committed: m.committed.Load(), Failed: m.failed.Load(), NotOwner: m.notOwner.Load(),
-			Restored: m.restored.Load(), Dead: m.dead.Load(),
-			Lateness: m.lateness.snapshot(), ListenerDuration: m.duration.snapshot()}
+			Sent: t.metrics.sent.Load(), Redelivered: m.redelivered,
+			Committed: m.committed, Failed: m.failed, NotOwner: m.notOwner,
+			Restored: m.restored, Dead: m.dead,
+			Lateness: m.lateness, ListenerDuration: m.duration}
 		out[i].Delivered = out[i].Committed + out[i].Failed + out[i].NotOwner
 		out[i].Breaker = BreakerOff
 		if s := subs[t.Name]; s != nil {
@@ -113,39 +160,33 @@ const (
 	callNotOwner                     // ErrNotOwner: handed back unchanged
 )
 
-// recordCall adds one listener call of m, from start to end, to the topic's
-// metrics and the process-wide counters pc: the call and its outcome, a
-// redelivery, the lateness of a message with a due time, the duration, and
-// a death when a failed call spent the last retry (the calls themselves are
-// the sum of the outcomes). It is everything the delivery path records per
-// message: six atomic additions on a first delivery, no lock.
-func (tm *topicMetrics) recordCall(pc *counters, m *Message, start, end time.Time, o callOutcome) {
+// recordCall adds one listener call of m, from start to end, to the
+// shard's metrics: the call and its outcome, a redelivery, the lateness of a
+// message with a due time, the duration, and a death when a failed call
+// spent the last retry (the calls themselves are the sum of the outcomes;
+// the process-wide counters are the sums over topics). It is everything the
+// delivery path records per message: four atomic additions on a first
+// delivery, no lock, on lines no other thread of the topic writes.
+func (cm *callMetrics) recordCall(m *Message, start, end time.Time, o callOutcome) {
 	if m.Attempt > 1 {
-		pc.redelivered.Add(1)
-		tm.redelivered.Add(1)
+		cm.redelivered.Add(1)
 	}
 	if !m.Due.IsZero() {
-		tm.lateness.observe(start.Sub(m.Due))
+		cm.lateness.observe(start.Sub(m.Due))
 	}
-	tm.duration.observe(end.Sub(start))
+	cm.duration.observe(end.Sub(start))
 	switch o {
 	case callCommitted:
-		pc.committed.Add(1)
-		tm.committed.Add(1)
+		cm.committed.Add(1)
 	case callNotOwner:
-		pc.notOwner.Add(1)
-		tm.notOwner.Add(1)
+		cm.notOwner.Add(1)
 	case callFailed:
-		pc.failed.Add(1)
-		tm.failed.Add(1)
+		cm.failed.Add(1)
 		if m.RetriesLeft == 0 {
-			tm.dead.Add(1)
+			cm.dead.Add(1)
 		}
 	}
 }
 
 // recordRestored counts n popped messages handed back unstarted.
-func (tm *topicMetrics) recordRestored(pc *counters, n int64) {
-	pc.restored.Add(n)
-	tm.restored.Add(n)
-}
+func (cm *callMetrics) recordRestored(n int64) { cm.restored.Add(n) }
