@@ -156,15 +156,16 @@ func WithMaxContentSize(n int) Option {
 	}
 }
 
-// WithSendStream sets whether Send, on a single-node client (*redis.Client),
-// writes through a full-duplex connection of the client's own, dialled with
-// the go-redis client's options and retried as it retries its commands
-// (default on), or through the go-redis client's pipelines. The stream's
-// commands bypass go-redis hooks (tracing, metrics); turn it off to keep
-// them. Cluster and Ring clients, and clients with an OnConnect hook,
-// streaming credentials or a rate limiter, always use the pipelines; SendBatch
-// and every other call always go through the go-redis client. See the
-// README's Sending section.
+// WithSendStream sets whether Send writes through full-duplex connections of
+// the client's own (default on): one on a single-node client
+// (*redis.Client, Sentinel's included), one per master on a Cluster client,
+// dialled with the go-redis client's options and retried as it retries its
+// commands; or through the go-redis client's pipelines. The streams'
+// commands bypass go-redis hooks (tracing, metrics); turn them off to keep
+// them. Ring clients, and clients with an OnConnect hook, streaming
+// credentials or a rate limiter, always use the pipelines; SendBatch and
+// every other call always go through the go-redis client. See the README's
+// Sending section.
 func WithSendStream(on bool) Option {
 	return func(c *config) { c.sendStream = on }
 }

@@ -70,8 +70,9 @@ type Client struct {
 
 // New returns a client on client, which may be a single node, Sentinel or
 // Cluster client (redis.NewUniversalClient). The caller owns it and closes it
-// after Close. On a single node, Send also opens one connection of the
-// client's own with rdb's options (see WithSendStream), which Close closes.
+// after Close. Send also opens connections of the client's own with its
+// options, one on a single node, one per master on a Cluster (see
+// WithSendStream), which Close closes.
 // Options are validated here; a bad one fails with ErrInvalidOption or
 // ErrInvalidNamespace.
 func New(client redis.UniversalClient, opts ...Option) (*Client, error) {
