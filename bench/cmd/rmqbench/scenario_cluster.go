@@ -102,11 +102,11 @@ func reportCluster(rep *report, res *scenarioResults) {
 		"no persistence, all on this machine) and on the single server, interleaved in every round. Send: one message "+
 		"per call from %d goroutines; SendBatch: %s per call from one goroutine; consume: a backlog of n drained through "+
 		"the full two-phase path with %d threads and %s. Every topic is a %d-slot Priority topic; its slots spread "+
-		"over the masters by their hash tags. The Cluster client is a go-redis ClusterClient (PoolSize 256 per node), so "+
-		"Send goes through go-redis pipelines there, while the single server uses the send stream unless the row says "+
-		"WithSendStream(false). Before each Cluster run every master is FLUSHALLed (the replicas follow) and every node's "+
-		"statistics reset. Redis CPU on the Cluster is the sum over all 6 nodes, replication included, and over the masters "+
-		"alone.\n\n", rep.cfg.produceGoroutines, thousands(produceBatch), rep.cfg.rmqThreads, batch, produceSlots)
+		"over the masters by their hash tags. The Cluster client is a go-redis ClusterClient (PoolSize 256 per node); "+
+		"Send writes through a send stream per master there, the single server's through its one send stream unless the "+
+		"row says WithSendStream(false). The WithReplicaAck rows wait for one replica (WAIT 1 500) after each write. Before "+
+		"each Cluster run every master is FLUSHALLed (the replicas follow) and every node's statistics reset. Redis CPU on "+
+		"the Cluster is the sum over all 6 nodes, replication included, and over the masters alone.\n\n", rep.cfg.produceGoroutines, thousands(produceBatch), rep.cfg.rmqThreads, batch, produceSlots)
 	t := newTable("Variant", "msgs/s", "client CPU /100k msgs", "Redis CPU /100k msgs (all nodes)", "… masters only")
 	for _, name := range res.order {
 		masters := "—"
