@@ -174,10 +174,13 @@ func (c *PrivateCluster) view(ctx context.Context) ([]ClusterNode, error) {
 // waitReady waits until every node reports cluster_state:ok, all 16384 slots
 // served and all 6 nodes known, every replica's link to its master is up, and
 // a write to each master is acknowledged by its replica (WAIT 1).
-func (c *PrivateCluster) waitReady(ctx context.Context) error {
+func (c *PrivateCluster) waitReady(ctx context.Context) error { return pollUntil(ctx, c.ready) }
+
+// pollUntil calls ready every 50 ms until it returns nil or ctx ends.
+func pollUntil(ctx context.Context, ready func(context.Context) error) error {
 	var last error
 	for {
-		if last = c.ready(ctx); last == nil {
+		if last = ready(ctx); last == nil {
 			return nil
 		}
 		select {

@@ -159,19 +159,7 @@ func (s *PrivateSentinel) WaitPromotion(ctx context.Context) (time.Time, string,
 // waitReady waits until the replica is in sync, a write to the master is
 // acknowledged by it (WAIT 1), and every sentinel knows the master, the
 // replica and the other two sentinels.
-func (s *PrivateSentinel) waitReady(ctx context.Context) error {
-	var last error
-	for {
-		if last = s.ready(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
+func (s *PrivateSentinel) waitReady(ctx context.Context) error { return pollUntil(ctx, s.ready) }
 
 func (s *PrivateSentinel) ready(ctx context.Context) error {
 	info, err := nodeCommand(ctx, s.replica.Addr(), func(ctx context.Context, rc *redis.Client) (string, error) {
