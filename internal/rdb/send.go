@@ -40,9 +40,8 @@ type strategy interface {
 	// write sends batch and completes every request in it exactly once
 	// (request.Complete when stored, else request.finish): before write
 	// returns, or later from a reader goroutine if the strategy is duplex.
-	// batch is not kept. more says whether further Sends were queued when
-	// the batch was taken, so that another write follows at once.
-	write(batch []*request, more bool)
+	// batch is not kept.
+	write(batch []*request)
 	// duplex reports whether write returns before the replies arrive, so that
 	// a write costs no round trip.
 	duplex() bool
@@ -225,7 +224,7 @@ func (s *sender) writeQueued(rounds int) bool {
 		s.mu.Unlock()
 		last = n
 		s.counts.Writes.Add(1)
-		s.strategy.write(batch, rest > 0)
+		s.strategy.write(batch)
 		clear(batch)
 	}
 	s.mu.Lock()

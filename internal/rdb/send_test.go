@@ -31,7 +31,7 @@ type fakeStrategy struct {
 	closes    atomic.Int64
 }
 
-func (f *fakeStrategy) write(batch []*request, _ bool) {
+func (f *fakeStrategy) write(batch []*request) {
 	f.mu.Lock()
 	var members []string
 	for _, r := range batch {

@@ -63,7 +63,7 @@ func newSendCluster(client *redis.ClusterClient, ack ReplicaAck, log *slog.Logge
 // write implements strategy: each request to its master's stream, then the
 // held wake-ups that have waited long enough (see heldwakes.go). A request
 // without an entry is the wake timer's: it only asks for that.
-func (c *sendCluster) write(batch []*request, _ bool) {
+func (c *sendCluster) write(batch []*request) {
 	ctx := context.Background()
 	for _, r := range batch {
 		if r.entry.Key == "" {
@@ -81,7 +81,7 @@ func (c *sendCluster) write(batch []*request, _ bool) {
 		c.groups[s] = append(c.groups[s], r)
 	}
 	for _, s := range c.order {
-		s.write(c.groups[s], false)
+		s.write(c.groups[s])
 		clear(c.groups[s])
 		c.groups[s] = c.groups[s][:0]
 	}

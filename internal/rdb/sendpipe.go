@@ -33,7 +33,7 @@ type pipeScratch struct {
 var scratchPool = sync.Pool{New: func() any { return new(pipeScratch) }}
 
 // write implements strategy.
-func (p *sendPipe) write(batch []*request, _ bool) {
+func (p *sendPipe) write(batch []*request) {
 	sc := scratchPool.Get().(*pipeScratch)
 	for _, r := range batch {
 		sc.entries = append(sc.entries, r.entry)

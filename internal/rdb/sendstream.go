@@ -73,7 +73,7 @@ func newSendStream(client redis.UniversalClient, ack ReplicaAck, log *slog.Logge
 
 // write implements strategy: the batch's entries, then their wake-ups (or,
 // with held wake-ups, those due: see holdWakes).
-func (s *sendStream) write(batch []*request, _ bool) {
+func (s *sendStream) write(batch []*request) {
 	for _, r := range batch {
 		s.entries = append(s.entries, r.entry)
 		s.done = append(s.done, r)
