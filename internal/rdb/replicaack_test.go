@@ -60,3 +60,16 @@ func TestAckGroup(t *testing.T) {
 	assert.Equal(t, io.EOF, (*out)[1])
 	assert.False(t, retryable(ack.outcome(0, nil)), "too few replicas is final")
 }
+
+func TestParseInteger(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{{"0", 0, true}, {"1", 1, true}, {"-1", -1, true}, {"123456789012345678", 123456789012345678, true},
+		{"", 0, false}, {"-", 0, false}, {"1x", 0, false}, {"1234567890123456789", 0, false}} {
+		got, ok := parseInteger([]byte(tc.in))
+		assert.Equal(t, tc.ok, ok, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+	}
+}

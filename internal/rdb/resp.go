@@ -109,8 +109,8 @@ func readReply(rd *bufio.Reader) (n int64, replyErr error, err error) {
 	case '+':
 		return 0, nil, nil
 	case ':':
-		v, err := strconv.ParseInt(string(line[1:]), 10, 64)
-		if err != nil {
+		v, ok := parseInteger(line[1:])
+		if !ok {
 			return 0, nil, fmt.Errorf("%w: %q", errProtocol, line)
 		}
 		return v, nil, nil
@@ -138,6 +138,29 @@ func readReply(rd *bufio.Reader) (n int64, replyErr error, err error) {
 		return 0, nil, nil
 	}
 	return 0, nil, fmt.Errorf("%w: %q", errProtocol, line)
+}
+
+// parseInteger parses a RESP integer without allocating (every reply the
+// stream reads is one).
+func parseInteger(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // readLine returns the next line without its CRLF; the slice is valid until
