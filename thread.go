@@ -255,11 +255,16 @@ func (t *thread) pick(now time.Time) (*slotState, time.Duration) {
 		if s.busy != nil || s.parked {
 			continue // served again once its pop is back, or it is woken
 		}
-		if !s.next.After(now) && !t.heldBack(s, now) {
-			t.rr = (t.rr + i + 1) % len(t.order)
-			return s, 0
+		if s.next.After(now) {
+			wait = min(wait, s.next.Sub(now))
+			continue
 		}
-		wait = min(wait, s.next.Sub(now))
+		if until, held := t.heldBack(s, now); held {
+			wait = min(wait, until.Sub(now))
+			continue
+		}
+		t.rr = (t.rr + i + 1) % len(t.order)
+		return s, 0
 	}
 	return nil, wait
 }

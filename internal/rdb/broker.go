@@ -43,6 +43,10 @@ type Broker interface {
 	// failing node without holding back the slots of others: the address of
 	// its master on a Cluster, "" on a single node.
 	Node(keys SlotKeys) string
+	// RefreshTopology asks for a reload of a Cluster's slot map (at most
+	// every 200 ms), for a consumer that holds back the slots of a failing
+	// node; nothing on a single node.
+	RefreshTopology()
 	// AnyWaiting reports whether any of slots holds a message in store,
 	// prepare or retry: the safety net of idle slots, in few commands.
 	AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, error)

@@ -54,12 +54,26 @@ func (t *topology) failed(err error) bool {
 	if t == nil || !staleMap(err) {
 		return false
 	}
+	t.refresh()
+	return true
+}
+
+// refresh asks for a reload of the slot map unless one was asked for within
+// reloadEvery.
+func (t *topology) refresh() {
 	now := time.Now().UnixNano()
 	last := t.last.Load()
 	if now-last >= int64(reloadEvery) && t.last.CompareAndSwap(last, now) {
 		t.client.ReloadState(context.Background())
 	}
-	return true
+}
+
+// RefreshTopology implements Broker: on a Cluster, a reload of the slot map
+// unless one was asked for within reloadEvery; nothing on a single node.
+func (b *redisBroker) RefreshTopology() {
+	if b.topo != nil {
+		b.topo.refresh()
+	}
 }
 
 // staleMap reports whether a call that failed with err may have gone to the
