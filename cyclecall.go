@@ -33,7 +33,7 @@ type popCall struct {
 // the node, so nothing could be served meanwhile); on a Cluster it runs the
 // call in a goroutine and waits at most softWait. It reports whether the
 // call finished; if not, the slot is busy until it does, and the thread
-// continues it from its inbox (finish).
+// continues it from its inbox (finishPops).
 func (t *thread) pop(hard context.Context, c *popCall) bool {
 	if !t.sub.c.multiNode {
 		c.res, c.err = t.cycle(hard, c.s, c.req)
