@@ -172,8 +172,9 @@ func (c *PrivateCluster) view(ctx context.Context) ([]ClusterNode, error) {
 }
 
 // waitReady waits until every node reports cluster_state:ok, all 16384 slots
-// served and all 6 nodes known, every replica's link to its master is up, and
-// a write to each master is acknowledged by its replica (WAIT 1).
+// served and all 6 nodes known, and a replica for every master in its view,
+// every replica's link to its master is up, and a write to each master is
+// acknowledged by its replica (WAIT 1).
 func (c *PrivateCluster) waitReady(ctx context.Context) error { return pollUntil(ctx, c.ready) }
 
 // pollUntil calls ready every 50 ms until it returns nil or ctx ends.
@@ -193,9 +194,13 @@ func pollUntil(ctx context.Context, ready func(context.Context) error) error {
 
 func (c *PrivateCluster) ready(ctx context.Context) error {
 	for _, n := range c.nodes {
+		var view string
 		info, err := nodeCommand(ctx, n.Addr(), func(ctx context.Context, rc *redis.Client) (string, error) {
 			ci, err := rc.ClusterInfo(ctx).Result()
 			if err != nil {
+				return "", err
+			}
+			if view, err = rc.ClusterNodes(ctx).Result(); err != nil {
 				return "", err
 			}
 			ri, err := rc.Info(ctx, "replication").Result()
@@ -203,6 +208,9 @@ func (c *PrivateCluster) ready(ctx context.Context) error {
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.Addr(), err)
+		}
+		if err := everyMasterReplicated(view); err != nil {
+			return fmt.Errorf("%s's view: %w", n.Addr(), err)
 		}
 		for _, want := range []string{"cluster_state:ok", "cluster_slots_ok:16384", "cluster_known_nodes:6"} {
 			if !strings.Contains(info, want+"\r\n") {
@@ -223,6 +231,28 @@ func (c *PrivateCluster) ready(ctx context.Context) error {
 	for _, m := range masters {
 		if err := probeReplication(ctx, m.Addr, probeKeyIn(m)); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// everyMasterReplicated checks a node's CLUSTER NODES: every master that
+// serves slots has a replica there (gossip has told this node of it).
+func everyMasterReplicated(view string) error {
+	nodes, err := parseClusterNodes(view)
+	if err != nil {
+		return err
+	}
+	for _, m := range nodes {
+		if !m.Serves() || len(m.Slots) == 0 {
+			continue
+		}
+		replicated := false
+		for _, r := range nodes {
+			replicated = replicated || (r.MasterID == m.ID && !r.Has("fail"))
+		}
+		if !replicated {
+			return fmt.Errorf("master %s has no replica yet", m.Addr)
 		}
 	}
 	return nil
