@@ -42,7 +42,11 @@ func (t *thread) sweepDue(now time.Time) bool {
 }
 
 // sweep asks Redis whether any parked slot holds a message, and if so
-// unparks them all: their cycles then find which.
+// unparks them all: their cycles then find which. On a single node the
+// thread waits for the answer (one call per 300 slots); on a Cluster the
+// question goes to every master the parked slots live on, one of which may
+// be dead or frozen, so it runs in a goroutine of its own (one at a time per
+// thread) and the thread hears the answer from its inbox (unparkSwept).
 func (t *thread) sweep(hard context.Context, now time.Time) {
 	var parked []*slotState
 	var keys []rdb.SlotKeys
@@ -57,20 +61,62 @@ func (t *thread) sweep(hard context.Context, now time.Time) {
 		return
 	}
 	t.sweepAt = t.nextSweep(now)
+	if !t.sub.c.multiNode {
+		if t.askSwept(hard, keys) {
+			t.unpark(parked, now)
+		}
+		return
+	}
+	if t.sweeping {
+		return // the last sweep is still out
+	}
+	t.sweeping = true
+	t.sub.c.background.Go(func() { // Start waits for it, as for every background goroutine
+		waiting := t.askSwept(hard, keys)
+		t.mu.Lock()
+		t.swept = &sweepAnswer{parked: parked, waiting: waiting}
+		t.mu.Unlock()
+		t.poke()
+	})
+}
+
+// sweepAnswer is what a sweep of a Cluster's slots found.
+type sweepAnswer struct {
+	parked  []*slotState
+	waiting bool
+}
+
+// askSwept asks Redis whether any of keys' slots holds a message; a failure
+// is logged and counts as no.
+func (t *thread) askSwept(hard context.Context, keys []rdb.SlotKeys) bool {
 	g := &t.sub.c.consumers
 	if !g.enter() {
-		return
+		return false
 	}
 	waiting, err := t.sub.c.broker.AnyWaiting(hard, keys)
 	g.leave()
 	if err != nil {
 		t.sub.c.counters.redisErrors.Add(1)
 		t.sub.c.cfg.logger.Warn("rmq: idle sweep failed; trying again at the next", "topic", t.sub.topic.Name,
-			"slots", len(parked), "err", err)
-		return
+			"slots", len(keys), "err", err)
+		return false
 	}
-	if waiting {
-		for _, s := range parked {
+	return waiting
+}
+
+// unparkSwept applies the answer of a sweep that ran in a goroutine.
+func (t *thread) unparkSwept(a *sweepAnswer) {
+	t.sweeping = false
+	if a.waiting {
+		t.unpark(a.parked, time.Now())
+	}
+}
+
+// unpark makes the slots of a sweep that found messages look at once (those
+// still parked and still the thread's).
+func (t *thread) unpark(slots []*slotState, now time.Time) {
+	for _, s := range slots {
+		if s.parked && t.slots[s.lease.Slot()] == s {
 			s.parked, s.next = false, now
 		}
 	}

@@ -27,15 +27,17 @@ type thread struct {
 	revoked  bool
 	wakes    map[int]int64 // slot → earliest announced due time, Unix ms
 	finished []*popCall    // pops that finished after the thread stopped waiting
+	swept    *sweepAnswer  // the answer of a sweep that ran in a goroutine
 	signal   chan struct{} // capacity 1: "look at the inbox"
 
 	// Owned by the thread's goroutine.
-	slots   map[int]*slotState
-	order   []*slotState // round-robin order
-	rr      int
-	down    map[string]*nodeBackoff // nodes whose calls failed lately, by Broker.Node
-	soft    *time.Timer             // a pop's soft wait (cyclecall.go)
-	sweepAt time.Time               // the next idle sweep; zero while no slot is parked
+	slots    map[int]*slotState
+	order    []*slotState // round-robin order
+	rr       int
+	down     map[string]*nodeBackoff // nodes whose calls failed lately, by Broker.Node
+	soft     *time.Timer             // a pop's soft wait (cyclecall.go)
+	sweepAt  time.Time               // the next idle sweep; zero while no slot is parked
+	sweeping bool                    // a sweep runs in a goroutine (idleslots.go)
 }
 
 // slotState is one leased slot of a thread.
@@ -137,10 +139,13 @@ func (t *thread) run(hard context.Context, quit <-chan struct{}) {
 // absorb applies the inbox: new leases, revocations, wake-ups.
 func (t *thread) absorb(hard context.Context) {
 	t.mu.Lock()
-	added, revoked, wakes, finished := t.added, t.revoked, t.wakes, t.finished
-	t.added, t.revoked, t.wakes, t.finished = nil, false, nil, nil
+	added, revoked, wakes, finished, swept := t.added, t.revoked, t.wakes, t.finished, t.swept
+	t.added, t.revoked, t.wakes, t.finished, t.swept = nil, false, nil, nil, nil
 	t.mu.Unlock()
 	t.finishPops(hard, finished)
+	if swept != nil {
+		t.unparkSwept(swept)
+	}
 	for _, l := range added {
 		t.add(hard, l)
 	}

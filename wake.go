@@ -12,7 +12,8 @@ import (
 // passes each (slot, due time) to the thread that holds the slot, so a due
 // message reaches its listener within milliseconds while idle slots stay
 // quiet. Pub/sub is lossy across reconnects, so every (re)subscription wakes
-// every slot, and the idle poll bounds what remains.
+// every slot, and the idle sweep bounds what remains. On a Cluster the
+// broker listens through two masters, so a dead one does not silence it.
 //
 // The same connection follows the control channel, where changes of a
 // topic's flow control are announced.
@@ -41,31 +42,23 @@ func (w *wakeListener) run(ctx context.Context) {
 	for ch := range w.byChannel {
 		channels = append(channels, ch)
 	}
-	ps := w.c.broker.Subscribe(ctx, channels...)
-	defer ps.Close()
-	msgs := ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m := <-msgs:
-			switch m := m.(type) {
-			case *redis.Subscription:
-				if s := w.byChannel[m.Channel]; s != nil && m.Kind == "subscribe" {
-					s.wakeAll()
-				}
-				if m.Channel == control && m.Kind == "subscribe" {
-					w.control.poke()
-				}
-			case *redis.Message:
-				if s := w.byChannel[m.Channel]; s != nil {
-					s.wakeSlots(m.Payload)
-				} else if m.Channel == control {
-					w.control.poke()
-				}
+	w.c.broker.Listen(ctx, channels, func(msg any) {
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if s := w.byChannel[m.Channel]; s != nil && m.Kind == "subscribe" {
+				s.wakeAll()
+			}
+			if m.Channel == control && m.Kind == "subscribe" {
+				w.control.poke()
+			}
+		case *redis.Message:
+			if s := w.byChannel[m.Channel]; s != nil {
+				s.wakeSlots(m.Payload)
+			} else if m.Channel == control {
+				w.control.poke()
 			}
 		}
-	}
+	})
 }
 
 // wakeSlots routes a payload "slot:dueMs,slot:dueMs,…" to the slots' threads.

@@ -96,8 +96,12 @@ type Broker interface {
 	DeleteDead(ctx context.Context, keys SlotKeys, member []byte) (bool, error)
 	// Publish sends one pub/sub message.
 	Publish(ctx context.Context, channel, payload string) error
-	// Subscribe opens a pub/sub connection on channels.
-	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+	// Listen follows channels until ctx ends, handing deliver each
+	// *redis.Message and *redis.Subscription (a subscription or a
+	// resubscription after a reconnect, across which messages were lost),
+	// one at a time; on a Cluster it survives the death of a master (see
+	// pubsub.go). It returns once nothing of it runs any more.
+	Listen(ctx context.Context, channels []string, deliver func(msg any))
 }
 
 // Entry is one message to add to a store set, and the wake-up that follows it.
