@@ -74,10 +74,16 @@ func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, bool
 		// Only a worker that applied the latest assignment keeps its leases:
 		// one that could not (Redis failing it part of the way) lets them
 		// run out, so a slot it should have handed over is never served
-		// twice, even when the new owner takes it after its patience.
+		// twice, even when the new owner takes it after its patience. A
+		// lease that ran out stays out (another worker may hold its slot by
+		// now): the loop gives it up and claims the slot afresh if it is
+		// still assigned here (lapsed in redisslots.go).
 		r.leaseEnd = end
+		now := monoNow()
 		for g := range r.leases {
-			g.l.deadline.Store(end)
+			if g.l.deadline.Load() > now {
+				g.l.deadline.Store(end)
+			}
 		}
 	}
 	news := b.Epoch != r.last.Epoch || b.Version != r.last.Version || b.Leader != r.last.Leader

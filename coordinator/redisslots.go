@@ -28,6 +28,14 @@ func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bo
 		switch {
 		case released:
 			done = append(done, c)
+		case lapsed(c.grant.Lease()):
+			// Its deadline passed without a renewal (Redis unreachable, or an
+			// assignment not applied): it is never extended again. Give it up
+			// and the record back; the claim below takes the slot afresh if
+			// it is still assigned here.
+			c.grant.Lose()
+			r.h.Revoked(c.grant.Lease())
+			done = append(done, c)
 		case !want && !c.moving:
 			r.busy = true
 			c.moving, c.drainBy = true, now.Add(r.m.DrainTimeout)
@@ -49,6 +57,13 @@ func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bo
 		return nil
 	}
 	return r.claim(ctx, t, id)
+}
+
+// lapsed reports whether l's deadline passed (without its being lost or
+// released).
+func lapsed(l *Lease) bool {
+	d := l.deadline.Load()
+	return d != noDeadline && monoNow() >= d
 }
 
 // isLeaving reports whether Run is ending.
