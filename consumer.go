@@ -29,9 +29,10 @@ func (f ListenerFunc) OnMessage(ctx context.Context, m *Message) error { return 
 type SubscribeOption func(*subConfig)
 
 type subConfig struct {
-	threads int
-	breaker *Breaker // nil: none
-	errs    []error
+	threads   int
+	lookahead time.Duration
+	breaker   *Breaker // nil: none
+	errs      []error
 }
 
 // WithThreads sets how many goroutines of this process consume the topic.
@@ -58,6 +59,8 @@ type subscription struct {
 	owned    atomic.Int32             // slots held (non-nil holders)
 	stats    listenStats
 	flow     flow
+	// lookahead: pops also take messages due this soon (WithLookahead).
+	lookahead time.Duration
 }
 
 // Subscribe registers listener for topic; consumption begins at Start. The
@@ -94,7 +97,11 @@ func (c *Client) Subscribe(topic string, listener MessageListener, opts ...Subsc
 	case c.subs[topic] != nil:
 		return fmt.Errorf("%w: %q", ErrAlreadySubscribed, topic)
 	}
-	s := &subscription{c: c, topic: t, listener: listener, holders: make([]atomic.Pointer[thread], t.SlotAmount)}
+	if sc.lookahead > 0 && t.Type == Priority {
+		return fmt.Errorf("subscribe %q: %w: lookahead on a Priority topic (its messages have no due time)", topic, ErrInvalidOption)
+	}
+	s := &subscription{c: c, topic: t, listener: listener, holders: make([]atomic.Pointer[thread], t.SlotAmount),
+		lookahead: sc.lookahead}
 	if sc.breaker != nil {
 		s.flow.breaker = newBreaker(*sc.breaker, topic, c.cfg.logger)
 	}

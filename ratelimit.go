@@ -91,6 +91,13 @@ func (l *rateLimiter) take(want int, share float64, now time.Time) (int, time.Ti
 	return n, time.Time{}
 }
 
+// limited reports whether a rate limit is set.
+func (l *rateLimiter) limited() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limit.PerSecond > 0
+}
+
 // giveBack returns tokens taken but not used (fewer messages were due).
 func (l *rateLimiter) giveBack(n int) {
 	if n <= 0 {

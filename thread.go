@@ -51,8 +51,9 @@ type slotState struct {
 	// lingering: pending holds only commits, sent with the cycle due at next
 	// (see afterDelivery).
 	lingering bool
-	busy      *popCall // a pop still running after the thread stopped waiting
-	parked    bool     // empty: looked at again on a wake-up or after the idle sweep (idleslots.go)
+	busy      *popCall  // a pop still running after the thread stopped waiting
+	parked    bool      // empty: looked at again on a wake-up or after the idle sweep (idleslots.go)
+	held      []heldMsg // popped ahead of their due time, in due order (lookahead.go)
 }
 
 func newThread(s *subscription, index int) *thread {
@@ -184,6 +185,7 @@ func (t *thread) add(hard context.Context, l *coordinator.Lease) {
 // release settles a slot's outcomes and hands the lease back.
 func (t *thread) release(hard context.Context, s *slotState) {
 	t.awaitPop(s)
+	t.restoreHeld(s)
 	t.settle(hard, s)
 	delete(t.slots, s.lease.Slot())
 	for i, o := range t.order {
@@ -257,8 +259,18 @@ func (t *thread) pick(now time.Time) (*slotState, time.Duration) {
 	}
 	for i := range t.order {
 		s := t.order[(t.rr+i)%len(t.order)]
-		if s.busy != nil || s.parked {
-			continue // served again once its pop is back, or it is woken
+		if s.busy != nil {
+			continue // served again once its pop is back
+		}
+		if len(s.held) > 0 {
+			if !s.held[0].at.After(now) {
+				t.rr = (t.rr + i + 1) % len(t.order)
+				return s, 0
+			}
+			wait = min(wait, s.held[0].at.Sub(now))
+		}
+		if s.parked {
+			continue // served again once it is woken
 		}
 		if s.next.After(now) {
 			wait = min(wait, s.next.Sub(now))
@@ -294,6 +306,12 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		t.release(hard, s)
 		return
 	}
+	if now := time.Now(); s.heldDue(now) && s.next.After(now) {
+		// A message popped ahead fell due: no Redis call.
+		t.deliverHeld(hard, s, now)
+		s.next, s.lingering = t.lingerHeld(s, time.Now())
+		return
+	}
 	if !s.lease.Valid() {
 		// The coordinator cannot vouch for the slot right now (no recent
 		// heartbeat): pop nothing, settle what is pending, look again soon.
@@ -310,6 +328,7 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		return
 	}
 	call := &popCall{s: s, req: t.request(s, admitted), sent: sent, admitted: admitted, probe: probe}
+	call.req.Ahead = t.ahead(probe)
 	if t.pop(hard, call) {
 		t.afterPop(hard, call)
 	}
@@ -339,6 +358,10 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 			"slot", s.lease.Slot(), "token", s.lease.Token(), "owner", res.Owner)
 		s.lease.Fenced()
 		t.release(hard, s)
+		return
+	}
+	if call.req.Ahead > 0 || len(s.held) > 0 {
+		t.afterAheadPop(hard, s, res, call.sent, now)
 		return
 	}
 	if len(res.Deliveries) == 0 {

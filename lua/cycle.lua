@@ -25,7 +25,10 @@
 --                  a slot the Redis coordinator released (ZooKeeper coordinator)
 -- ARGV[6] waits    comma-separated waits in ms before retry 1..16, for failed and
 --                  timed-out deliveries
--- ARGV[7] n        number of outcomes; then n triples:
+-- ARGV[7] ahead    ms: a due-order pop also takes messages due up to this long
+--                  after now (0: only those due now); the caller hands each
+--                  to its listener at its due time
+-- ARGV[8] n        number of outcomes; then n triples:
 --                  member, prepare score as popped, action where action is
 --                  "c" commit | "r" roll back (a retry after its wait, or dead) |
 --                  "s<score>" restore unprocessed, with the original store score
@@ -36,8 +39,10 @@
 -- prepare timeout), -1 for never, now when the batch came back full, or -2 when
 -- the caller does not hold the slot: then the third element is the owner
 -- record ("" for none), and nothing was settled or popped. Each popped
--- member went to prepare with score floor(now µs / 10^6) * 1000 + retries left,
--- retries left being its store score when that is at most 16, else 16.
+-- member went to prepare with score second * 1000 + retries left, retries
+-- left being its store score when that is at most 16, else 16, and second
+-- floor(now µs / 10^6), or floor(due ms / 1000) for a member popped ahead of
+-- its due time: its consume timeout counts from its due second.
 --
 -- Time comes from Redis (TIME), so every consumer judges due times and consume
 -- timeouts by one clock.
@@ -60,7 +65,8 @@ local order, merge = ARGV[1], ARGV[2]
 local max = tonumber(ARGV[3])
 local timeout = tonumber(ARGV[4])
 local fenceArg = ARGV[5]
-local n = tonumber(ARGV[7])
+local ahead = tonumber(ARGV[7])
+local n = tonumber(ARGV[8])
 
 -- An empty slot (the common case for an idle poll) costs one command.
 if n == 0 and redis.call('EXISTS', store, prepare, retry) == 0 then return {0, -1} end
@@ -120,15 +126,15 @@ end
 -- entry exactly as popped: a late commit never touches a later delivery.
 local function settle()
   local members = {}
-  for k = 0, n - 1 do members[k + 1] = ARGV[8 + 3 * k] end
+  for k = 0, n - 1 do members[k + 1] = ARGV[9 + 3 * k] end
   local cur = redis.call('ZMSCORE', prepare, unpack(members))
   local commits = {}
   for k = 0, n - 1 do
-    local held, popped = cur[k + 1], ARGV[9 + 3 * k]
+    local held, popped = cur[k + 1], ARGV[10 + 3 * k]
     -- Scores come back as the integers they were written as; compare the
     -- strings, and the numbers only when they differ.
     if held and (held == popped or tonumber(held) == tonumber(popped)) then
-      local m, act = members[k + 1], ARGV[10 + 3 * k]
+      local m, act = members[k + 1], ARGV[11 + 3 * k]
       if act == COMMIT then
         commits[#commits + 1] = m
       else
@@ -201,10 +207,18 @@ local prepareScores = {}
 
 -- prepareScore returns the prepare score of a member popped with store score
 -- s (a string): pop second * PREPARE_SCALE + retries left, where retries left
--- is s when at most MAX_RETRIES (a rolled-back message), else MAX_RETRIES.
+-- is s when at most MAX_RETRIES (a rolled-back message), else MAX_RETRIES. A
+-- member popped ahead (a due time after now) counts from its due second.
 local function prepareScore(s)
   local left = MAX_RETRIES
-  if #s <= 2 then left = math.min(math.floor(tonumber(s)), MAX_RETRIES) end
+  if #s <= 2 then
+    left = math.min(math.floor(tonumber(s)), MAX_RETRIES)
+  elseif ahead > 0 then
+    local due = tonumber(s)
+    if due > nowMs then
+      return string.format('%d', math.floor(due / 1000) * PREPARE_SCALE + left)
+    end
+  end
   local p = prepareScores[left]
   if not p then
     p = string.format('%d', nowSec * PREPARE_SCALE + left)
@@ -227,7 +241,7 @@ local function pop(out)
     if order == ORDER_PRIORITY then
       items = redis.call('ZREVRANGEBYSCORE', store, '+inf', '-inf', 'WITHSCORES', 'LIMIT', offset, want)
     else
-      items = redis.call('ZRANGEBYSCORE', store, '-inf', nowMs, 'WITHSCORES', 'LIMIT', offset, want)
+      items = redis.call('ZRANGEBYSCORE', store, '-inf', nowMs + ahead, 'WITHSCORES', 'LIMIT', offset, want)
     end
     local got = #items / 2
     if got == 0 then break end

@@ -120,7 +120,11 @@ type CycleRequest struct {
 	Timeout   time.Duration // consume timeout, whole seconds
 	Fence     Fence         // who the caller is to the slot's owner record
 	Waits     RetryWaits    // the retry backoff
-	Outcomes  []Outcome
+	// Ahead also pops messages due within this long after now (due order
+	// only; whole ms). Each goes to prepare counting its consume timeout from
+	// its due second, and the caller hands it over at its due time.
+	Ahead    time.Duration
+	Outcomes []Outcome
 }
 
 // CycleResult is what one cycle returned.
@@ -142,9 +146,13 @@ func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleReques
 	if req.KeepFirst {
 		merge = mergeKeepFirst
 	}
-	args := make([]any, 0, 7+3*len(req.Outcomes))
+	ahead := int64(0)
+	if !req.Priority {
+		ahead = req.Ahead.Milliseconds()
+	}
+	args := make([]any, 0, 8+3*len(req.Outcomes))
 	args = append(args, order, merge, req.Max, int64(req.Timeout/time.Second), req.Fence.arg(), string(req.Waits),
-		len(req.Outcomes))
+		ahead, len(req.Outcomes))
 	for _, o := range req.Outcomes {
 		args = append(args, o.member, o.prepare, actionArg(o))
 	}
@@ -223,6 +231,7 @@ func newDelivery(member []byte, score string, popSecond int64, priority bool) (D
 	default:
 		d.DueMs = int64(f)
 	}
-	d.prepare = popSecond + int64(d.RetriesLeft)
+	// A message popped ahead of its due time counts from its due second.
+	d.prepare = max(popSecond, d.DueMs/1000*1000) + int64(d.RetriesLeft)
 	return d, nil
 }

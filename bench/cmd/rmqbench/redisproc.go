@@ -164,7 +164,7 @@ func logTopCommands(d map[string]cmdStat, elapsed time.Duration) {
 	slices.SortFunc(all, func(a, b kv) int { return int(b.Usec - a.Usec) })
 	var b strings.Builder
 	for i, c := range all {
-		if i == 8 {
+		if i == 16 {
 			break
 		}
 		fmt.Fprintf(&b, " %s=%d calls/%.0fms", c.name, c.Calls, float64(c.Usec)/1000)

@@ -1,0 +1,172 @@
+package rmq
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/rmq-go/rmq/internal/rdb"
+)
+
+// MaxLookahead bounds WithLookahead.
+const MaxLookahead = 10 * time.Second
+
+// WithLookahead lets each pop of a FixedTime or RangeMerge topic also take
+// the messages due within d after Redis's now; the slot's thread keeps them
+// and hands each to the listener at its due time, by the Redis clock (never
+// early: the thread counts from when the pop's reply arrived). Punctual
+// traffic at low rates then costs a Redis call per d and slot instead of one
+// per message, and the commits of the messages delivered meanwhile go with
+// the slot's next call, at most d (and a tenth of the consume timeout) later.
+//
+// What changes for messages due within d: they are in flight (prepare) from
+// the pop on, so Producer.Cancel no longer finds them, a RangeMerge copy sent
+// meanwhile is delivered again after them instead of merging, and their
+// consume timeout counts from their due second. A crash repeats them after
+// the consume timeout (duplicates, never a loss), and a slot that moves,
+// pauses or is shut down hands them back unstarted. While a rate limit is
+// set, pops take only messages due now. Default 0 (off); at most
+// MaxLookahead, in whole milliseconds. Subscribe fails with ErrInvalidOption
+// on a Priority topic.
+func WithLookahead(d time.Duration) SubscribeOption {
+	return func(c *subConfig) {
+		if d < 0 || d > MaxLookahead || d%time.Millisecond != 0 {
+			c.errs = append(c.errs, fmt.Errorf("%w: lookahead %v outside 0..%v in whole ms", ErrInvalidOption, d, MaxLookahead))
+			return
+		}
+		c.lookahead = d
+	}
+}
+
+// heldMsg is a message popped ahead of its due time, kept by its slot's
+// thread until then.
+type heldMsg struct {
+	d rdb.Delivery
+	// at is the local time the due time is reached at the latest: the reply
+	// arrived after Redis read its clock.
+	at time.Time
+	// base is the local time the due time is reached at the earliest (the
+	// call was sent before Redis read its clock): no prepare entry of the
+	// message times out before base + the consume timeout.
+	base  time.Time
+	nowMs int64 // Redis time of the pop, ms
+}
+
+// ahead returns how far ahead s's next pop may reach: the subscription's
+// lookahead, unless a rate limit is set (it admits messages as they are
+// popped) or the pop is a breaker's probe.
+func (t *thread) ahead(probe bool) time.Duration {
+	if t.sub.lookahead == 0 || probe || t.sub.flow.limiter.limited() {
+		return 0
+	}
+	return t.sub.lookahead
+}
+
+// hold adds a pop's deliveries to s.held in due order (a message due now at
+// recv, behind those held that fell due earlier). sent and recv are when the
+// pop was sent and its reply arrived.
+func (t *thread) hold(s *slotState, res rdb.CycleResult, sent, recv time.Time) {
+	if len(res.Deliveries) == 0 {
+		return
+	}
+	for i := range res.Deliveries {
+		d := &res.Deliveries[i]
+		ahead := time.Duration(0)
+		if d.DueMs > 0 {
+			ahead = max(time.Duration(d.DueMs*1000-res.NowUs)*time.Microsecond, 0)
+		}
+		s.held = append(s.held, heldMsg{d: *d, at: recv.Add(ahead), base: sent.Add(ahead), nowMs: res.NowMs})
+	}
+	slices.SortStableFunc(s.held, func(a, b heldMsg) int { return a.at.Compare(b.at) })
+}
+
+// heldDue reports whether s holds a message whose due time has come.
+func (s *slotState) heldDue(now time.Time) bool {
+	return len(s.held) > 0 && !s.held[0].at.After(now)
+}
+
+// deliverHeld hands the held messages that are due to the listener, as one
+// batch whose deadlines count from the first one's due time, and reports
+// whether it delivered any.
+func (t *thread) deliverHeld(hard context.Context, s *slotState, now time.Time) bool {
+	n := 0
+	for n < len(s.held) && !s.held[n].at.After(now) {
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	batch := rdb.CycleResult{NowMs: s.held[0].nowMs, Deliveries: make([]rdb.Delivery, n)}
+	for i := range n {
+		batch.Deliveries[i] = s.held[i].d
+	}
+	base := s.held[0].base
+	s.held = append(s.held[:0], s.held[n:]...)
+	t.deliver(hard, s, batch, base)
+	return true
+}
+
+// afterAheadPop continues a pop that reached ahead (WithLookahead): it holds
+// what was popped, delivers what is due, and says when to look again.
+func (t *thread) afterAheadPop(hard context.Context, s *slotState, res rdb.CycleResult, sent, recv time.Time) {
+	full := res.NextMs >= 0 && res.NextMs*1000 <= res.NowUs // the batch came back full
+	t.hold(s, res, sent, recv)
+	t.deliverHeld(hard, s, recv)
+	now := time.Now()
+	s.lingering = false
+	switch {
+	case full && len(s.held) < t.sub.c.cfg.batchSize:
+		s.next = now // more may be due, or due soon
+	case full:
+		s.next = s.held[len(s.held)-1].at // enough in hand
+	case res.NextMs < 0 && len(s.held) == 0 && len(s.pending) == 0:
+		t.park(s, now)
+		return
+	default:
+		s.next = t.nextLook(res, now)
+	}
+	s.next, s.lingering = t.lingerHeld(s, now)
+}
+
+// lingerHeld returns when to look at s again now that it delivered messages,
+// and whether its pending outcomes may wait until then: commits wait for the
+// slot's next call, at most the lookahead linger; anything else goes at once.
+func (t *thread) lingerHeld(s *slotState, now time.Time) (time.Time, bool) {
+	if len(s.pending) == 0 {
+		return s.next, s.lingering
+	}
+	for _, o := range s.pending {
+		if o.Action() != rdb.Commit {
+			return time.Time{}, false
+		}
+	}
+	return minTime(s.next, now.Add(t.aheadLinger())), true
+}
+
+// aheadLinger is how long commits may wait for a slot's next call under a
+// lookahead: the lookahead, at most a tenth of the consume timeout.
+func (t *thread) aheadLinger() time.Duration {
+	return min(max(t.sub.lookahead, commitLinger), t.sub.c.cfg.consumeTimeout/10)
+}
+
+// restoreHeld hands s's held messages back unstarted with its pending
+// outcomes (the slot is being let go).
+func (t *thread) restoreHeld(s *slotState) {
+	if len(s.held) == 0 {
+		return
+	}
+	t.sub.topic.metrics.shard(t.index).recordRestored(int64(len(s.held)))
+	for i := range s.held {
+		s.pending = append(s.pending, s.held[i].d.Settle(rdb.Restore))
+	}
+	s.held = s.held[:0]
+	s.lingering = false
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
