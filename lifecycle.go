@@ -62,8 +62,15 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	if err := p.join(runCtx); err != nil {
 		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.stopping && ctx.Err() == nil {
+			// Shutdown or Close came while joining: a clean stop.
+			if c.state == stateStarted {
+				c.state = stateStopped
+			}
+			return nil
+		}
 		c.state = stateNew // nothing consumed: Start may be tried again
-		c.mu.Unlock()
 		return err
 	}
 	c.stats.start()
@@ -130,6 +137,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	if state == stateNew {
 		c.state = stateStopped
 	}
+	c.stopping = true
 	c.mu.Unlock()
 	if done == nil {
 		return nil // never started

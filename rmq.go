@@ -53,7 +53,9 @@ type Client struct {
 	closed atomic.Bool // state == stateClosed, readable without mu on the send path
 	subs   map[string]*subscription
 	stop   context.CancelFunc // ends consumption gracefully
-	done   chan struct{}      // closed when Start returns
+	// stopping: Shutdown asked consumption to end (guarded by mu).
+	stopping bool
+	done     chan struct{} // closed when Start returns
 
 	hard        context.Context // ends listeners' contexts and consumers' Redis calls
 	hardCancel  context.CancelFunc
