@@ -18,7 +18,8 @@ const MaxLookahead = 10 * time.Second
 // early: the thread counts from when the pop's reply arrived). Punctual
 // traffic at low rates then costs a Redis call per d and slot instead of one
 // per message, and the commits of the messages delivered meanwhile go with
-// the slot's next call, at most d (and a tenth of the consume timeout) later.
+// the slot's next call, at most d, a second and a tenth of the consume
+// timeout later.
 //
 // What changes for messages due within d: they are in flight (prepare) from
 // the pop on, so Producer.Cancel no longer finds them, a RangeMerge copy sent
@@ -144,10 +145,16 @@ func (t *thread) lingerHeld(s *slotState, now time.Time) (time.Time, bool) {
 	return minTime(s.next, now.Add(t.aheadLinger())), true
 }
 
+// aheadLingerMax bounds how long commits wait for a slot's next call under a
+// lookahead: a slot with nothing more due that soon settles them in a call of
+// their own, at most one a second.
+const aheadLingerMax = time.Second
+
 // aheadLinger is how long commits may wait for a slot's next call under a
-// lookahead: the lookahead, at most a tenth of the consume timeout.
+// lookahead: the lookahead, at most aheadLingerMax and a tenth of the consume
+// timeout.
 func (t *thread) aheadLinger() time.Duration {
-	return min(max(t.sub.lookahead, commitLinger), t.sub.c.cfg.consumeTimeout/10)
+	return min(max(t.sub.lookahead, commitLinger), aheadLingerMax, t.sub.c.cfg.consumeTimeout/10)
 }
 
 // restoreHeld hands s's held messages back unstarted with its pending
