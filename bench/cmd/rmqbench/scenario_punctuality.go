@@ -23,7 +23,7 @@ const (
 	punctualWait     = 15 * time.Second // after the last due time, before giving up on stragglers
 
 	vPunctRMQ        = "RMQ"
-	vPunctRMQAhead   = "RMQ, lookahead"
+	vPunctRMQAhead   = "RMQ, lookahead 1 s"
 	vPunctAsynqDef   = "asynq, default settings"
 	vPunctAsynqTuned = "asynq, tuned"
 )
@@ -34,7 +34,7 @@ var punctualityScenario = &scenario{
 		return []variant{
 			{"rmq", vPunctRMQ, func(ctx context.Context, e *env) (metrics, error) { return punctualRMQ(ctx, e, 0) }},
 			{"rmq", vPunctRMQAhead, func(ctx context.Context, e *env) (metrics, error) {
-				return punctualRMQ(ctx, e, punctualLookahead)
+				return punctualRMQ(ctx, e, time.Second)
 			}},
 			{"asynq", vPunctAsynqDef, func(ctx context.Context, e *env) (metrics, error) {
 				return punctualAsynq(ctx, e, asynq.Config{Concurrency: 16})
@@ -53,7 +53,7 @@ func punctualSettings(name string) string {
 	case vPunctRMQ:
 		return fmt.Sprintf("FixedTime topic, %d slots, WithThreads(16), default idle poll (3 s); SendBatch", consumeSlots)
 	case vPunctRMQAhead:
-		return fmt.Sprintf("the same, WithLookahead(%v)", punctualLookahead)
+		return "the same, WithLookahead(1s)"
 	case vPunctAsynqDef:
 		return "ProcessAt; Concurrency 16, DelayedTaskCheckInterval 5 s, TaskCheckInterval 1 s (defaults)"
 	case vPunctAsynqTuned:
@@ -83,9 +83,6 @@ func awaitLateness(ctx context.Context, l *lateness) metrics {
 	}
 	return l.metrics()
 }
-
-// punctualLookahead is the lookahead of the "RMQ, lookahead" row.
-const punctualLookahead = time.Second
 
 func punctualRMQ(ctx context.Context, e *env, lookahead time.Duration) (metrics, error) {
 	s, err := openRMQ(e, nil)
