@@ -46,6 +46,7 @@ const (
 	churnNSEnv      = "RMQ_CHURN_NS"          // namespace
 	churnLogEnv     = "RMQ_CHURN_LOG"         // path of the worker's call log
 	churnThreadsEnv = "RMQ_CHURN_THREADS"     // consumer threads
+	churnAheadEnv   = "RMQ_CHURN_LOOKAHEAD"   // WithLookahead of the subscription (a Go duration; unset: none)
 	// churnKeepEnv, when set in the parent's environment, names a directory
 	// where the logs are kept (one subdirectory per run) instead of a
 	// temporary one.
@@ -63,6 +64,7 @@ const (
 	churnDue            = 50 * time.Millisecond // FixedTime: due this long after the send (must still be ahead when SendBatch validates it)
 	churnSession        = 4 * time.Second       // how long a silent worker keeps its slots (ZooKeeper: the session timeout)
 	churnConsumeTimeout = 3 * time.Second
+	churnLookahead      = time.Second          // the lookahead of the Cluster run's workers
 	churnListenerSleep  = 2 * time.Millisecond // so that SIGSTOP and SIGKILL may land mid-call
 	// A message whose content is "<key>|slow-<tag>-<ms>" takes <ms>
 	// milliseconds in the listener, which first logs a churnSlowMark marker:
@@ -90,14 +92,17 @@ func TestChurnZooKeeper(t *testing.T) {
 // testChurnWorkers runs the scenario every coordinator must pass: workers
 // joining, stopping gracefully, dying and freezing.
 func testChurnWorkers(t *testing.T, kind coordinatorKind, deployment churnDeployment) {
-	testChurnWorkersRestarting(t, kind, deployment, nil)
+	testChurnWorkersRestarting(t, kind, deployment, nil, 0)
 }
 
-// testChurnWorkersRestarting runs the churn events; if srv is set (the run's
-// private Redis), it also kills Redis after the thaw and restarts it after
-// longer than the lease TTL.
-func testChurnWorkersRestarting(t *testing.T, kind coordinatorKind, deployment churnDeployment, srv *testenv.RedisServer) {
+// testChurnWorkersRestarting runs the churn events with workers that pop
+// lookahead ahead (WithLookahead; 0: not); if srv is set (the run's private
+// Redis), it also kills Redis after the thaw and restarts it after longer
+// than the lease TTL.
+func testChurnWorkersRestarting(t *testing.T, kind coordinatorKind, deployment churnDeployment, srv *testenv.RedisServer,
+	lookahead time.Duration) {
 	r := newChurnRun(t, kind, deployment)
+	r.lookahead = lookahead
 	r.startFeed()
 	r.begin("w1", "w2", "w3", "w4", "w5", "w6")
 	r.join("w7", 8*time.Second)

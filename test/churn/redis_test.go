@@ -15,13 +15,14 @@ import (
 
 // TestChurnRedis runs the churn scenarios over the Redis coordinator: on a
 // real single Redis of its own with appendfsync always, which is also
-// killed and restarted mid-run, and on the real Cluster.
+// killed and restarted mid-run, and on the real Cluster, where the workers
+// pop ahead (WithLookahead), so that held messages meet every event too.
 func TestChurnRedis(t *testing.T) {
 	t.Run("redis-restart", func(t *testing.T) {
 		srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
-		testChurnWorkersRestarting(t, redisKind, churnDeployment("addr:"+srv.Addr()), srv)
+		testChurnWorkersRestarting(t, redisKind, churnDeployment("addr:"+srv.Addr()), srv, 0)
 	})
-	t.Run("cluster", func(t *testing.T) { testChurnWorkers(t, redisKind, clusterRedis) })
+	t.Run("cluster", func(t *testing.T) { testChurnWorkersRestarting(t, redisKind, clusterRedis, nil, churnLookahead) })
 }
 
 // redisKind runs the churn test over the Redis coordinator on the Redis that

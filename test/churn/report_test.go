@@ -136,8 +136,8 @@ func nonEmptySlots(st rmq.Stats) string {
 // report prints the summary table of the run.
 func (r *churnRun) report(sent []string, l churn.Log, counts churn.Counts, overlaps int, feedEnd, stoppedAt int64) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "churn %s: %s coordinator, %d workers × %d threads, topic of %d slots, %d keys, %d msg/s, session %v, consume timeout %v\n",
-		r.t.Name(), r.kind.name, len(r.workers), churnThreads, churnSlots, churnKeys, churnRate, churnSession, churnConsumeTimeout)
+	fmt.Fprintf(&b, "churn %s: %s coordinator, %d workers × %d threads, topic of %d slots, %d keys, %d msg/s, session %v, consume timeout %v, lookahead %v\n",
+		r.t.Name(), r.kind.name, len(r.workers), churnThreads, churnSlots, churnKeys, churnRate, churnSession, churnConsumeTimeout, r.lookahead)
 	fmt.Fprintf(&b, "resolution: the feed sends each slot a message at least every %v (a slot's keys recur every %d messages at %d msg/s, sent in batches every %v), so the times below may be late by up to ~%v\n",
 		r.resStep, int(r.resStep.Seconds()*churnRate+0.5), churnRate, churnTick, r.resStep+churnTick)
 	b.WriteString("all-served: until every slot had an owned call starting after the event; settled: until every slot was served by its final owner of the window; coord-view: until the coordinator showed every slot held by its assigned live owner\n")

@@ -31,7 +31,8 @@ type churnRun struct {
 	client     *rmq.Client
 	keys       []string // feed order: consecutive keys are in different slots
 	resStep    time.Duration
-	t0         time.Time // when the feed started
+	t0         time.Time     // when the feed started
+	lookahead  time.Duration // the workers' WithLookahead
 
 	workers []*churnWorker
 	events  []*churnEvent
@@ -297,6 +298,7 @@ func (r *churnRun) startWorker(id string) *churnWorker {
 		churnNSEnv+"="+r.ns,
 		churnLogEnv+"="+w.logPath,
 		churnThreadsEnv+"="+strconv.Itoa(churnThreads),
+		churnAheadEnv+"="+r.lookahead.String(),
 	)
 	r.workers = append(r.workers, w)
 	return w

@@ -91,7 +91,13 @@ func TestChurnWorkerProcess(t *testing.T) {
 		}
 		return nil
 	})
-	if err := c.Subscribe(churnTopic, listener, rmq.WithThreads(threads)); err != nil {
+	var lookahead time.Duration
+	if v := os.Getenv(churnAheadEnv); v != "" {
+		if lookahead, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("worker %s: %s: %v", id, churnAheadEnv, err)
+		}
+	}
+	if err := c.Subscribe(churnTopic, listener, rmq.WithThreads(threads), rmq.WithLookahead(lookahead)); err != nil {
 		t.Fatalf("worker %s: %v", id, err)
 	}
 
