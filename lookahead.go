@@ -117,10 +117,12 @@ func (t *thread) afterAheadPop(hard context.Context, s *slotState, res rdb.Cycle
 	now := time.Now()
 	s.lingering = false
 	switch {
-	case full && len(s.held) < t.sub.c.cfg.batchSize:
-		s.next = now // more may be due, or due soon
+	case full && (len(s.held) == 0 || !s.held[len(s.held)-1].at.After(now)):
+		s.next = now // more may be due
 	case full:
-		s.next = s.held[len(s.held)-1].at // enough in hand
+		// The pop reached messages not yet due, so nothing more is due now
+		// (pops go in due order): look again when the last one is.
+		s.next = s.held[len(s.held)-1].at
 	case res.NextMs < 0 && len(s.held) == 0 && len(s.pending) == 0:
 		t.park(s, now)
 		return
