@@ -185,3 +185,38 @@ func basisOfSlot(slot, amount int) string {
 		}
 	}
 }
+
+// Batches smaller than the window: each full pop reaches ahead, and the next
+// comes when the last message in hand falls due. None early, none late by
+// more than a pop, in due order.
+func TestLookaheadWithSmallBatches(t *testing.T) {
+	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, rmq.WithIdlePoll(time.Minute), rmq.WithBatchSize(4))
+		define(t, c, "ahead", 1, rmq.FixedTime)
+		r := newRecorder()
+		require.NoError(t, c.Subscribe("ahead", r, rmq.WithLookahead(2*time.Second)))
+		run(t, c)
+		time.Sleep(100 * time.Millisecond)
+		first := time.Now().Add(200 * time.Millisecond)
+		var msgs []rmq.OutgoingMessage
+		due := map[string]time.Time{}
+		for i := range 20 {
+			at := first.Add(time.Duration(i) * 30 * time.Millisecond)
+			name := fmt.Sprintf("m%02d", i)
+			due[name] = at
+			msgs = append(msgs, rmq.FixedTimeMessage{Topic: "ahead", Content: []byte(name), FixedTime: at})
+		}
+		require.NoError(t, c.Producer().SendBatch(ctx, msgs...))
+		calls := r.waitCalls(t, len(msgs), 10*time.Second)
+		var worst time.Duration
+		for i, d := range calls {
+			late := d.at.Sub(due[d.content])
+			assert.GreaterOrEqual(t, late, time.Duration(0), "%s delivered %v early", d.content, -late)
+			worst = max(worst, late)
+			assert.Equal(t, fmt.Sprintf("m%02d", i), d.content, "in due order")
+		}
+		t.Logf("worst lateness %v", worst)
+		assert.Less(t, worst, 500*time.Millisecond)
+	})
+}
