@@ -223,7 +223,9 @@ func (t *thread) settle(hard context.Context, s *slotState) {
 			return
 		}
 		if attempt == 5 || hard.Err() != nil {
-			t.sub.c.cfg.logger.Error("rmq: outcomes not settled; their messages will be redelivered after the consume timeout",
+			// A warning like every other effect of an unreachable Redis: the
+			// messages are delivered again, not lost.
+			t.sub.c.cfg.logger.Warn("rmq: outcomes not settled; their messages will be redelivered after the consume timeout",
 				"topic", t.sub.topic.Name, "slot", s.lease.Slot(), "messages", len(s.pending), "err", err)
 			return
 		}
