@@ -18,8 +18,8 @@ const MaxLookahead = 10 * time.Second
 // early: the thread counts from when the pop's reply arrived). Punctual
 // traffic at low rates then costs a Redis call per d and slot instead of one
 // per message, and the commits of the messages delivered meanwhile go with
-// the slot's next call, at most d, a second and a tenth of the consume
-// timeout later.
+// the slot's next call, at most d (or 250 ms, if more) later, and never more
+// than a second or a tenth of the consume timeout.
 //
 // What changes for messages due within d: they are in flight (prepare) from
 // the pop on, so Producer.Cancel no longer finds them, a RangeMerge copy sent
