@@ -37,28 +37,54 @@ func reportBacklog(rep *report, res *scenarioResults) {
 			stat(v(mFillSeconds), func(x float64) string { return num(x) + " s" }))
 	}
 	t.write(rep.w)
-	base := res.order[0]
+	base, bareBase := backlogName(c.backlogSizes[0]), bareBacklogName(c.backlogSizes[0])
+	rt := newTable(roundHead("Rate as % of the first size's", res.rounds)...)
 	for _, name := range res.order {
-		if name == backlogName(c.backlogSizes[0]) {
-			base = name
+		b := base
+		if isBareBacklog(name) {
+			b = bareBase
 		}
-	}
-	rt := newTable(roundHead("Rate as % of the "+base+" rate", res.rounds)...)
-	for _, name := range res.order {
-		if name != base {
-			rt.add(append([]string{"**" + name + "**"}, perRoundCells(ratios(res.perRound(name, mRate), res.perRound(base, mRate)), pct)...)...)
-			rt.add(append([]string{"… to the last listener call"}, perRoundCells(ratios(res.perRound(name, mListenRate), res.perRound(base, mListenRate)), pct)...)...)
+		if name == b || !res.has(b) {
+			continue
+		}
+		rt.add(append([]string{"**" + name + "**"}, perRoundCells(ratios(res.perRound(name, mRate), res.perRound(b, mRate)), pct)...)...)
+		if !isBareBacklog(name) {
+			rt.add(append([]string{"… to the last listener call"}, perRoundCells(ratios(res.perRound(name, mListenRate), res.perRound(b, mListenRate)), pct)...)...)
 		}
 	}
 	if len(rt.rows) == 0 {
 		return
 	}
-	rep.printf("Per-round consume rate as a share of the first size's (the target reads the full-path rate):\n\n")
+	rep.printf("Per-round consume rate as a share of the first size's, RMQ's against RMQ's and the bare pops' against " +
+		"theirs (the target reads RMQ's full-path rate):\n\n")
 	rt.write(rep.w)
-	largest := backlogName(c.backlogSizes[len(c.backlogSizes)-1])
-	if largest != base && res.has(largest) {
-		v := median(ratios(res.perRound(largest, mRate), res.perRound(base, mRate)))
-		rep.target("Deep backlog: "+largest, "≥ "+pct(backlogTarget)+" of the "+base+" consume rate", pct(v),
-			verdict(v, func(x float64) bool { return x >= backlogTarget }))
+	largest := c.backlogSizes[len(c.backlogSizes)-1]
+	if largest == c.backlogSizes[0] || !res.has(backlogName(largest)) || !res.has(base) {
+		return
 	}
+	v := median(ratios(res.perRound(backlogName(largest), mRate), res.perRound(base, mRate)))
+	rep.target("Deep backlog: "+backlogName(largest), "≥ "+pct(backlogTarget)+" of the "+base+" consume rate", pct(v),
+		verdict(v, func(x float64) bool { return x >= backlogTarget }))
+	reportBacklogFloor(rep, res, base, largest)
+}
+
+// reportBacklogFloor sets the growth of RMQ's Redis CPU per message with the
+// backlog beside the growth the bare pops show, and says what share of its
+// rate a consumer as costly as RMQ at the first size keeps at the largest
+// if it grew by no more than the sorted set itself (Redis being the
+// bottleneck, rates go as the inverse of Redis CPU per message).
+func reportBacklogFloor(rep *report, res *scenarioResults, base string, largest int) {
+	bareBase, bareLargest := bareBacklogName(rep.cfg.backlogSizes[0]), bareBacklogName(largest)
+	if !res.has(bareBase) || !res.has(bareLargest) {
+		return
+	}
+	cpu := func(name string) float64 { return median(res.values(name, mRedisCPU)) * 10 } // µs per message
+	rmq0, rmq1 := cpu(base), cpu(backlogName(largest))
+	bare0, bare1 := cpu(bareBase), cpu(bareLargest)
+	rep.printf("Redis CPU per message grows from %s to %s with the backlog: by %.1f µs for RMQ (%.1f → %.1f µs) and by "+
+		"%.1f µs for the bare pops (%.1f → %.1f µs), which only take the messages out of the sorted sets. A consumer "+
+		"that cost Redis what RMQ costs at %s and grew by no more than the sorted set's own removals would keep "+
+		"%s of its rate at %s; keeping %s would need a growth of at most %.1f µs per message.\n\n",
+		base, backlogName(largest), rmq1-rmq0, rmq0, rmq1, bare1-bare0, bare0, bare1,
+		base, pct(rmq0/(rmq0+bare1-bare0)), backlogName(largest), pct(backlogTarget), rmq0*(1/backlogTarget-1))
 }

@@ -17,8 +17,11 @@ import (
 const bareSlots = 64
 
 func bareKey(p []byte) string {
-	return "bare:{" + strconv.Itoa(int(crc32.ChecksumIEEE(p)&(bareSlots-1))) + "}"
+	return bareKeyOf(int(crc32.ChecksumIEEE(p) & (bareSlots - 1)))
 }
+
+// bareKeyOf is the key of bare slot i.
+func bareKeyOf(i int) string { return "bare:{" + strconv.Itoa(i) + "}" }
 
 // bareScore is the score of the i-th member, as RMQ's Priority messages get it.
 func bareScore(i int) int64 { return int64(17 + i%1000) }
@@ -42,7 +45,7 @@ func bareCount(ctx context.Context, r *redis.Client) (int64, error) {
 	pipe := r.Pipeline()
 	cmds := make([]*redis.IntCmd, bareSlots)
 	for i := range cmds {
-		cmds[i] = pipe.ZCard(ctx, "bare:{"+strconv.Itoa(i)+"}")
+		cmds[i] = pipe.ZCard(ctx, bareKeyOf(i))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, err

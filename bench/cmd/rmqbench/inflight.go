@@ -107,56 +107,87 @@ func zaddLoop(nc net.Conn, pl [][]byte, depth int, next *atomic.Int64) error {
 // at most g commands unanswered: the writer sends whatever the reader has
 // freed in one write, without waiting for a round trip to end.
 func zaddFullDuplex(ctx context.Context, addr string, pl [][]byte, g int) error {
-	nc, err := dialRaw(ctx, addr)
-	if err != nil {
-		return err
+	return zaddDuplex(ctx, []string{addr}, nil, pl, g, false)
+}
+
+// zaddDuplex writes pl as zaddFullDuplex does over a connection to each of
+// addrs, member i to addrs[route[i]] (route nil: all to addrs[0]), with at
+// most g commands unanswered in all. Each write sends whatever the readers
+// have freed, one write per connection; in waves, it waits until all g are
+// free, so that every write carries as many commands as can be in flight.
+func zaddDuplex(ctx context.Context, addrs []string, route []int, pl [][]byte, g int, waves bool) error {
+	conns := make([]net.Conn, len(addrs))
+	for i, a := range addrs {
+		nc, err := dialRaw(ctx, a)
+		if err != nil {
+			closeAll(conns)
+			return err
+		}
+		conns[i] = nc
 	}
-	defer nc.Close()
+	defer closeAll(conns)
+	want := make([]int, len(addrs)) // replies each connection reads
+	for i := range pl {
+		want[routeOf(route, i)]++
+	}
 	var mu sync.Mutex
 	free := sync.NewCond(&mu)
 	credits := g
+	var failed bool // a reader failed: the writer stops
+	ready := func() bool { return failed || (credits > 0 && (!waves || credits == g)) }
 	var readErr error
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		rd := bufio.NewReader(nc)
-		for got := 0; got < len(pl); {
-			err := zaddReply(rd)
-			mu.Lock()
-			if err != nil {
-				readErr = err
-				credits = -1 // the writer stops
-				free.Signal()
+	var readers sync.WaitGroup
+	for c, nc := range conns {
+		readers.Go(func() {
+			rd := bufio.NewReader(nc)
+			for range want[c] {
+				err := zaddReply(rd)
+				mu.Lock()
+				if err != nil {
+					readErr = errors.Join(readErr, err)
+					failed = true
+					free.Signal()
+					mu.Unlock()
+					closeAll(conns) // the other readers stop too
+					return
+				}
+				credits++
+				if ready() && (credits == 1 || waves || rd.Buffered() == 0) {
+					free.Signal()
+				}
 				mu.Unlock()
-				return
 			}
-			got++
-			credits++
-			if credits == 1 || rd.Buffered() == 0 {
-				free.Signal()
-			}
-			mu.Unlock()
-		}
-	}()
-	var b []byte
+		})
+	}
+	bufs := make([][]byte, len(conns))
 	var writeErr error
 	for start := 0; start < len(pl); {
 		mu.Lock()
-		for credits == 0 {
+		for !ready() && !(waves && credits > 0 && start+credits >= len(pl)) {
 			free.Wait()
 		}
-		k := credits
-		if k > 0 {
-			credits = 0
-		}
+		k, stop := credits, failed
+		credits = 0
 		mu.Unlock()
-		if k < 0 {
+		if stop {
 			break
 		}
 		end := min(start+k, len(pl))
-		b = appendRawZAdds(b[:0], pl, start, end)
-		if _, writeErr = nc.Write(b); writeErr != nil {
-			nc.Close()
+		for i := start; i < end; i++ {
+			c := routeOf(route, i)
+			bufs[c] = appendRawZAdd(bufs[c], bareKey(pl[i]), bareScore(i), pl[i])
+		}
+		for c, b := range bufs {
+			if len(b) == 0 {
+				continue
+			}
+			if _, err := conns[c].Write(b); err != nil && writeErr == nil {
+				writeErr = err
+				closeAll(conns) // the readers stop
+			}
+			bufs[c] = b[:0]
+		}
+		if writeErr != nil {
 			break
 		}
 		mu.Lock()
@@ -164,11 +195,26 @@ func zaddFullDuplex(ctx context.Context, addr string, pl [][]byte, g int) error 
 		mu.Unlock()
 		start = end
 	}
-	<-read
+	readers.Wait()
 	if writeErr != nil {
 		return writeErr
 	}
 	return readErr
+}
+
+func routeOf(route []int, i int) int {
+	if route == nil {
+		return 0
+	}
+	return route[i]
+}
+
+func closeAll(conns []net.Conn) {
+	for _, nc := range conns {
+		if nc != nil {
+			nc.Close()
+		}
+	}
 }
 
 // dialRaw connects to addr; the connection's deadline is ctx's, if any.
@@ -223,18 +269,11 @@ func appendRawBulk(b, s []byte) []byte {
 // target asks in its terms.
 func reportInflight(rep *report, res *scenarioResults) {
 	g := rep.cfg.produceGoroutines
-	// The shape with the best median: a per-round maximum over six noisy
-	// runs would favour the yardstick by the noise alone.
 	names := []string{fullDuplexName(g)}
 	for _, c := range inflightSplits(g) {
 		names = append(names, inflightName(c, g/c))
 	}
-	shape, shapeMedian := "", 0.0
-	for _, name := range names {
-		if m := median(res.perRound(name, mRate)); res.has(name) && m > shapeMedian {
-			shape, shapeMedian = name, m
-		}
-	}
+	shape := bestMedian(res, names...)
 	if shape == "" {
 		return
 	}

@@ -30,6 +30,8 @@ var backlogScenario = &scenario{
 		for _, size := range cfg.backlogSizes {
 			vs = append(vs, variant{"rmq", backlogName(size), func(ctx context.Context, e *env) (metrics, error) {
 				return backlogRMQ(ctx, e, size)
+			}}, variant{"bare", bareBacklogName(size), func(ctx context.Context, e *env) (metrics, error) {
+				return backlogBare(ctx, e, size)
 			}})
 		}
 		return vs

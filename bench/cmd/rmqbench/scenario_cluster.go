@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/rmq-go/rmq"
@@ -33,7 +34,8 @@ type runFunc = func(ctx context.Context, e *env) (metrics, error)
 
 var clusterScenario = &scenario{
 	key: "cluster",
-	variants: func(*config) []variant {
+	variants: func(cfg *config) []variant {
+		g := cfg.produceGoroutines
 		drain := func(ctx context.Context, e *env) (metrics, error) {
 			return rmqDrain(ctx, e, consumeSlots, e.rmqThreads, e.rmqBatch)
 		}
@@ -53,6 +55,10 @@ var clusterScenario = &scenario{
 			{"rmq", vClBatchAck, clusterRun(func(ctx context.Context, e *env) (metrics, error) {
 				return produceRMQ(ctx, e, sendBatches, replicaAck)
 			})},
+			{"bare", rawClusterName(true, false, g), clusterRun(produceRawDuplex(false))},
+			{"bare", rawClusterName(false, false, g), produceRawDuplex(false)},
+			{"bare", rawClusterName(true, true, g), clusterRun(produceRawDuplex(true))},
+			{"bare", rawClusterName(false, true, g), produceRawDuplex(true)},
 		}
 	},
 	report: reportCluster,
@@ -137,4 +143,59 @@ func reportCluster(rep *report, res *scenarioResults) {
 		rep.printf("Per-round throughput on the Cluster as a share of the single node's:\n\n")
 		rt.write(rep.w)
 	}
+	reportClusterYardstick(rep, res)
+}
+
+// reportClusterYardstick sets the raw client's best shape on the Cluster
+// against its best on the single server, and Send against each.
+func reportClusterYardstick(rep *report, res *scenarioResults) {
+	g := rep.cfg.produceGoroutines
+	onCluster := bestMedian(res, rawClusterName(true, false, g), rawClusterName(true, true, g))
+	single := bestMedian(res, rawClusterName(false, false, g), rawClusterName(false, true, g))
+	if onCluster == "" || single == "" {
+		return
+	}
+	rate := func(name string) []float64 { return res.perRound(name, mRate) }
+	rep.printf("The raw ZADD rows are the Cluster's in-flight yardstick: the same ZADDs with never more than %d "+
+		"unanswered (as many as Send has senders), written by the leanest client there is (raw RESP, no caller to "+
+		"wake per message), on the Cluster a connection per master and each member to its key's master. Each write "+
+		"sends whatever replies have freed; in waves, the writer waits until all %d are answered, so each write "+
+		"carries them all. The shape with the best median on each side is the yardstick (Cluster: %s; single node: "+
+		"%s). What it reaches on the Cluster as a share of the single node bounds what any client with %d in "+
+		"flight can reach as such a share on this machine:\n\n", g, g, onCluster, single, g)
+	t := newTable(roundHead("In-flight yardstick", res.rounds)...)
+	t.add(append([]string{"**raw, Cluster ÷ raw, single node**"}, perRoundCells(ratios(rate(onCluster), rate(single)), pct)...)...)
+	if res.has(vClSendCluster) {
+		t.add(append([]string{vClSendCluster + " ÷ raw, Cluster"}, perRoundCells(ratios(rate(vClSendCluster), rate(onCluster)), pct)...)...)
+	}
+	if res.has(vClSendSingle) {
+		t.add(append([]string{vClSendSingle + " ÷ raw, single node"}, perRoundCells(ratios(rate(vClSendSingle), rate(single)), pct)...)...)
+	}
+	t.write(rep.w)
+	if !res.has(vClSendSingle) {
+		return
+	}
+	// The machine's cores carry the client and every node: the Redis CPU one
+	// message costs the Cluster, with the leanest client, caps the rate of
+	// any client there, even one that cost nothing.
+	cores := float64(runtime.NumCPU())
+	perMsg := median(res.values(onCluster, mRedisCPU)) / 1e5 // CPU seconds per message, all nodes
+	bound := cores / perMsg
+	rep.printf("With that client the Cluster's nodes spend %.1f µs of CPU per message (median, all nodes), so "+
+		"%.0f cores carry at most %s msgs/s on the Cluster even if the client cost nothing: %s of Send's "+
+		"single-node rate (%s msgs/s).\n\n", perMsg*1e6, cores, num(bound),
+		pct(bound/median(rate(vClSendSingle))), num(median(rate(vClSendSingle))))
+}
+
+// bestMedian returns the one of names with the highest median rate ("" if
+// none ran): a per-round maximum over noisy runs would favour the yardstick
+// by the noise alone.
+func bestMedian(res *scenarioResults, names ...string) string {
+	best, bestRate := "", 0.0
+	for _, name := range names {
+		if m := median(res.perRound(name, mRate)); res.has(name) && m > bestRate {
+			best, bestRate = name, m
+		}
+	}
+	return best
 }
