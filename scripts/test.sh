@@ -170,6 +170,12 @@ else
 	# servers (the ZooKeeper leader) and others must not run across that.
 	say "go test -race -count=1 -p 1 -timeout 12m ${args[*]}"
 	test_cmd=(go test -race -count=1 -p 1 -timeout 12m "${args[@]}")
+	# -p 1 also builds one package at a time: build every test binary first, as
+	# many at once as there are cores (running none of their tests), so that the
+	# serial run finds them in the build cache (about a minute less on 2 cores).
+	# Its output is dropped: the run below reports any build failure itself.
+	say "go test -race -count=1 -run '^\$' ${args[*]} (builds the test binaries in parallel)"
+	timed "test build" go test -race -count=1 -run '^$' "${args[@]}" >/dev/null 2>&1 || true
 fi
 rc=0
 timed "go test" "${test_cmd[@]}" || rc=$?
