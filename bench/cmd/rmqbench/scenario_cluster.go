@@ -175,16 +175,18 @@ func reportClusterYardstick(rep *report, res *scenarioResults) {
 	if !res.has(vClSendSingle) {
 		return
 	}
-	// The machine's cores carry the client and every node: the Redis CPU one
-	// message costs the Cluster, with the leanest client, caps the rate of
-	// any client there, even one that cost nothing.
+	// The machine's cores carry the client and every node: what one message
+	// costs the Cluster's nodes and the leanest client caps the rate of any
+	// client there, however well it used the cores.
 	cores := float64(runtime.NumCPU())
-	perMsg := median(res.values(onCluster, mRedisCPU)) / 1e5 // CPU seconds per message, all nodes
-	bound := cores / perMsg
-	rep.printf("With that client the Cluster's nodes spend %.1f µs of CPU per message (median, all nodes), so "+
-		"%.0f cores carry at most %s msgs/s on the Cluster even if the client cost nothing: %s of Send's "+
-		"single-node rate (%s msgs/s).\n\n", perMsg*1e6, cores, num(bound),
-		pct(bound/median(rate(vClSendSingle))), num(median(rate(vClSendSingle))))
+	redisPer := median(res.values(onCluster, mRedisCPU)) / 1e5 // CPU seconds per message, all nodes
+	clientPer := median(res.values(onCluster, mClientCPU)) / 1e5
+	sendSingle := median(rate(vClSendSingle))
+	rep.printf("With that client the Cluster's nodes spend %.1f µs of CPU per message (median, all nodes) and the "+
+		"client %.1f µs, so %.0f cores carry at most %s msgs/s on the Cluster with a client as lean as it (%s of "+
+		"Send's single-node rate of %s msgs/s), and %s msgs/s with one that cost nothing (%s).\n\n",
+		redisPer*1e6, clientPer*1e6, cores, num(cores/(redisPer+clientPer)), pct(cores/(redisPer+clientPer)/sendSingle),
+		num(sendSingle), num(cores/redisPer), pct(cores/redisPer/sendSingle))
 }
 
 // bestMedian returns the one of names with the highest median rate ("" if
