@@ -111,6 +111,10 @@ SERVERS_DIR=
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
+	if [[ -n ${PREP_PID:-} ]]; then
+		kill -- "-$PREP_PID" 2>/dev/null || true # its process group (setsid)
+	fi
+	[[ -n ${PREP_DIR:-} ]] && rm -rf "$PREP_DIR"
 	if [[ -n $SERVERS_DIR ]]; then
 		timed "servers stop" bash "$ROOT/scripts/servers.sh" stop "$SERVERS_DIR" || true
 		if [[ ${RMQ_KEEP_SERVERS_DIR:-0} == 1 ]]; then
@@ -157,11 +161,49 @@ fi
 
 say "gofmt -l ."
 timed gofmt check_gofmt
-say "go vet ./..."
-timed "go vet" go vet ./...
 
 args=("$@")
 ((${#args[@]})) || args=(./...)
+FULL=0
+if ((${#args[@]} == 1)) && [[ ${args[0]} == ./... ]]; then FULL=1; fi
+
+# A full run with servers does the work that needs no server at the lowest CPU
+# priority beside the core tests, which spend much of their time waiting on
+# timers and processes: go vet of the core module, and go vet and the test
+# build of each extra module (their tests then run after the core's). nice 19
+# leaves the tests the CPU whenever they want it.
+PREP_PID=
+PREP_DIR=
+if ((FULL && !SHORT)); then
+	PREP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rmq-prep.XXXXXX") || die "mktemp failed"
+	say "go vet ./... and the extra modules' vet and test build, at nice 19 beside the tests"
+	setsid nice -n 19 bash -c '
+		dir=$1; shift
+		go vet ./... >"$dir/vet-core.log" 2>&1
+		echo $? >"$dir/vet-core.rc"
+		for mod in "$@"; do
+			name=${mod//\//_}
+			(cd "$mod" && go vet ./...) >"$dir/vet-$name.log" 2>&1
+			echo $? >"$dir/vet-$name.rc"
+			(cd "$mod" && go test -race -count=1 -run "^\$" ./...) >/dev/null 2>&1 || true
+		done' prep "$PREP_DIR" "${EXTRA_MODULES[@]}" &
+	PREP_PID=$!
+else
+	say "go vet ./..."
+	timed "go vet" go vet ./...
+fi
+
+# prep_vet NAME: the outcome of the background go vet of NAME (core or a module
+# directory), with its output when it failed.
+prep_vet() {
+	local name=${1//\//_} rc
+	rc=$(cat "$PREP_DIR/vet-$name.rc" 2>/dev/null || echo missing)
+	if [[ $rc != 0 ]]; then
+		say "go vet ($1) failed (status $rc):"
+		cat "$PREP_DIR/vet-$name.log" >&2 2>/dev/null || true
+		return 1
+	fi
+}
 if ((SHORT)); then
 	say "go test -short -race -count=1 ${args[*]}"
 	test_cmd=(go test -short -race -count=1 "${args[@]}")
@@ -180,17 +222,28 @@ fi
 rc=0
 timed "go test" "${test_cmd[@]}" || rc=$?
 
-# module_check DIR: go vet and go test -race in the module at DIR, with the servers' environment.
+if [[ -n $PREP_PID ]]; then
+	timed "vet (waited for)" wait "$PREP_PID" || true
+	PREP_PID=
+	if ! prep_vet core; then ((rc)) || rc=1; fi
+fi
+
+# module_check DIR: go vet (unless done beside the core tests) and go test -race in
+# the module at DIR, with the servers' environment.
 module_check() {
 	local dir=$1 short=()
 	if ((SHORT)); then short=(-short); fi
-	say "($dir) go vet ./..."
-	(cd "$ROOT/$dir" && go vet ./...) || return 1
+	if [[ -n $PREP_DIR ]]; then
+		prep_vet "$dir" || return 1
+	else
+		say "($dir) go vet ./..."
+		(cd "$ROOT/$dir" && go vet ./...) || return 1
+	fi
 	say "($dir) go test ${short[*]} -race -count=1 ./..."
 	(cd "$ROOT/$dir" && go test "${short[@]}" -race -count=1 -timeout 5m ./...)
 }
 
-if ((${#args[@]} == 1)) && [[ ${args[0]} == ./... ]]; then
+if ((FULL)); then
 	for mod in "${EXTRA_MODULES[@]}"; do
 		if ! timed "$mod" module_check "$mod"; then
 			((rc)) || rc=1
