@@ -4,7 +4,9 @@
 #   scripts/test.sh                    install missing servers and chromium, start real Redis,
 #                                      Redis Cluster and a ZooKeeper ensemble (scripts/servers.sh),
 #                                      then gofmt -l, go vet ./..., go test -race ./..., and go vet
-#                                      and go test -race in each extra module (EXTRA_MODULES below)
+#                                      and go test -race in each extra module (EXTRA_MODULES below);
+#                                      the vets and the extra modules' builds run at nice 19 beside
+#                                      the core tests
 #   scripts/test.sh -run TestFoo ./... same, but the arguments replace ./... for go test of the
 #                                      core module, and the extra modules are left out
 #   scripts/test.sh --short [ARGS]     no servers: gofmt, go vet, go test -short -race ./..., and
@@ -166,15 +168,21 @@ args=("$@")
 ((${#args[@]})) || args=(./...)
 FULL=0
 if ((${#args[@]} == 1)) && [[ ${args[0]} == ./... ]]; then FULL=1; fi
+PREP_PID=
+PREP_DIR=
+
+if ! ((FULL && !SHORT)); then
+	say "go vet ./..."
+	timed "go vet" go vet ./...
+fi
 
 # A full run with servers does the work that needs no server at the lowest CPU
 # priority beside the core tests, which spend much of their time waiting on
 # timers and processes: go vet of the core module, and go vet and the test
 # build of each extra module (their tests then run after the core's). nice 19
-# leaves the tests the CPU whenever they want it.
-PREP_PID=
-PREP_DIR=
-if ((FULL && !SHORT)); then
+# leaves the tests the CPU whenever they want it. It starts once the core's
+# test binaries are built, so as not to build the same packages twice at once.
+start_prep() {
 	PREP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rmq-prep.XXXXXX") || die "mktemp failed"
 	say "go vet ./... and the extra modules' vet and test build, at nice 19 beside the tests"
 	setsid nice -n 19 bash -c '
@@ -188,10 +196,7 @@ if ((FULL && !SHORT)); then
 			(cd "$mod" && go test -race -count=1 -run "^\$" ./...) >/dev/null 2>&1 || true
 		done' prep "$PREP_DIR" "${EXTRA_MODULES[@]}" &
 	PREP_PID=$!
-else
-	say "go vet ./..."
-	timed "go vet" go vet ./...
-fi
+}
 
 # prep_vet NAME: the outcome of the background go vet of NAME (core or a module
 # directory), with its output when it failed.
@@ -204,20 +209,22 @@ prep_vet() {
 		return 1
 	fi
 }
+
 if ((SHORT)); then
 	say "go test -short -race -count=1 ${args[*]}"
 	test_cmd=(go test -short -race -count=1 "${args[@]}")
 else
 	# -p 1: packages one at a time, since some tests kill and freeze the shared
 	# servers (the ZooKeeper leader) and others must not run across that.
-	say "go test -race -count=1 -p 1 -timeout 12m ${args[*]}"
 	test_cmd=(go test -race -count=1 -p 1 -timeout 12m "${args[@]}")
 	# -p 1 also builds one package at a time: build every test binary first, as
 	# many at once as there are cores (running none of their tests), so that the
-	# serial run finds them in the build cache (about a minute less on 2 cores).
+	# serial run finds them in the build cache.
 	# Its output is dropped: the run below reports any build failure itself.
 	say "go test -race -count=1 -run '^\$' ${args[*]} (builds the test binaries in parallel)"
 	timed "test build" go test -race -count=1 -run '^$' "${args[@]}" >/dev/null 2>&1 || true
+	if ((FULL)); then start_prep; fi
+	say "${test_cmd[*]}"
 fi
 rc=0
 timed "go test" "${test_cmd[@]}" || rc=$?
