@@ -40,8 +40,9 @@ func bareZAdd(ctx context.Context, r *redis.Client, pl [][]byte, batch int) erro
 	return nil
 }
 
-// bareCount returns how many members the bare keys hold.
-func bareCount(ctx context.Context, r *redis.Client) (int64, error) {
+// bareCount returns how many members the bare keys hold (on a single server
+// or a Cluster).
+func bareCount(ctx context.Context, r redis.Cmdable) (int64, error) {
 	pipe := r.Pipeline()
 	cmds := make([]*redis.IntCmd, bareSlots)
 	for i := range cmds {

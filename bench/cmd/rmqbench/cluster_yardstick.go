@@ -56,7 +56,7 @@ func produceRawDuplex(waves bool) runFunc {
 		if err := meter.stop(ctx, e.n, m); err != nil {
 			return nil, err
 		}
-		if got, err := bareCountOn(ctx, cc); err != nil || got != int64(e.n) {
+		if got, err := bareCount(ctx, cc); err != nil || got != int64(e.n) {
 			return nil, fmt.Errorf("raw ZADD on the Cluster stored %d of %d (%v)", got, e.n, err)
 		}
 		return m, nil
@@ -89,17 +89,4 @@ func routeByMaster(ctx context.Context, cc *redis.ClusterClient, pl [][]byte) ([
 		route[i] = c
 	}
 	return addrs, route, nil
-}
-
-// bareCountOn returns how many members the bare keys hold on the Cluster.
-func bareCountOn(ctx context.Context, cc *redis.ClusterClient) (int64, error) {
-	var n int64
-	for i := range bareSlots {
-		c, err := cc.ZCard(ctx, bareKeyOf(i)).Result()
-		if err != nil {
-			return 0, err
-		}
-		n += c
-	}
-	return n, nil
 }
