@@ -31,7 +31,9 @@
 -- ARGV[8] n        number of outcomes; then n triples:
 --                  member, prepare score as popped, action where action is
 --                  "c" commit | "r" roll back (a retry after its wait, or dead) |
---                  "s<score>" restore unprocessed, with the original store score
+--                  "s<score>" restore unprocessed, with the original store score;
+--                  or "=n": n commits of members popped with one prepare score,
+--                  that score, then the n members (the usual outcome of a pop)
 --
 -- Returns {now µs, next ms, member1, score1, member2, score2, ...} (now is 0 when
 -- the slot was found empty before reading the clock) where next is when
@@ -51,6 +53,7 @@ local MAX_RETRIES = 16      -- store scores 0..16 mean "retries left, due now"
 local PREPARE_SCALE = 1000  -- prepare score = pop second * 1000 + retries left
 local RETRY_SCALE = 32      -- retry score = due ms * 32 + retries left
 local SWEEP_LIMIT = 256     -- most timed-out or retry-due entries moved per call
+local UNIFORM_MIN = 32      -- priority pops this large look for one shared score
 local SCAN_SLACK = 256      -- pop reads at most 4 * max + this many held-back entries
 local CROWDED_LOOK_MS = 1000 -- many held-back entries: look again this soon
 local FENCED = -2           -- "next" when the caller does not hold the slot
@@ -66,7 +69,8 @@ local max = tonumber(ARGV[3])
 local timeout = tonumber(ARGV[4])
 local fenceArg = ARGV[5]
 local ahead = tonumber(ARGV[7])
-local n = tonumber(ARGV[8])
+local n, oneScore = tonumber(ARGV[8]), nil
+if not n then n, oneScore = tonumber(string.sub(ARGV[8], 2)), ARGV[9] end
 
 -- An empty slot (the common case for an idle poll) costs one command.
 if n == 0 and redis.call('EXISTS', store, prepare, retry) == 0 then return {0, -1} end
@@ -122,9 +126,35 @@ local function restore(m, orig)
   end
 end
 
+-- commitOnePop settles n commits of members popped with one prepare score
+-- (ARGV[10] on): it removes those prepare still holds with that score, read
+-- at once instead of a score per member, unless more than twice as many
+-- entries share the score.
+local function commitOnePop()
+  local commits = {}
+  local held = redis.call('ZRANGEBYSCORE', prepare, oneScore, oneScore, 'LIMIT', 0, 2 * n + 1)
+  if #held <= 2 * n then
+    local here = {}
+    for k = 1, #held do here[held[k]] = true end
+    for k = 10, 9 + n do
+      if here[ARGV[k]] then commits[#commits + 1] = ARGV[k] end
+    end
+  else
+    local members = {}
+    for k = 1, n do members[k] = ARGV[9 + k] end
+    local cur = redis.call('ZMSCORE', prepare, unpack(members))
+    for k = 1, n do
+      local h = cur[k]
+      if h and (h == oneScore or tonumber(h) == tonumber(oneScore)) then commits[#commits + 1] = members[k] end
+    end
+  end
+  if #commits > 0 then redis.call('ZREM', prepare, unpack(commits)) end
+end
+
 -- settle applies the outcomes. One applies only while prepare still holds the
 -- entry exactly as popped: a late commit never touches a later delivery.
 local function settle()
+  if oneScore then return commitOnePop() end
   local members = {}
   for k = 0, n - 1 do members[k + 1] = ARGV[9 + 3 * k] end
   local cur = redis.call('ZMSCORE', prepare, unpack(members))
@@ -227,6 +257,21 @@ local function prepareScore(s)
   return p
 end
 
+-- readPriority returns the want entries from rank offset in priority order:
+-- member, score pairs; or, when they all share one score, the members alone
+-- and that score (two looks cost less than formatting many equal scores).
+local function readPriority(offset, want)
+  local last = offset + want - 1
+  if want >= UNIFORM_MIN then
+    local hi = redis.call('ZREVRANGE', store, offset, offset, 'WITHSCORES')
+    if not hi[2] then return {} end
+    local lo = redis.call('ZREVRANGE', store, last, last, 'WITHSCORES')
+    if not lo[2] then lo = redis.call('ZRANGE', store, 0, 0, 'WITHSCORES') end
+    if lo[2] == hi[2] then return redis.call('ZREVRANGE', store, offset, last), hi[2] end
+  end
+  return redis.call('ZREVRANGE', store, offset, last, 'WITHSCORES')
+end
+
 -- pop moves up to max due messages from store to prepare and appends them to
 -- out. A content whose earlier copy is still in prepare stays in store until
 -- that copy is settled, so one content is never in flight twice. It returns
@@ -237,25 +282,30 @@ local function pop(out)
   local padd = {}
   while popped < max and budget > 0 do
     local want = max - popped
-    local items
+    -- items: member, score pairs; or members alone when all share score one
+    local items, one
     if order == ORDER_PRIORITY then
-      items = redis.call('ZREVRANGEBYSCORE', store, '+inf', '-inf', 'WITHSCORES', 'LIMIT', offset, want)
+      items, one = readPriority(offset, want)
     else
       items = redis.call('ZRANGEBYSCORE', store, '-inf', nowMs + ahead, 'WITHSCORES', 'LIMIT', offset, want)
     end
-    local got = #items / 2
+    local stride = one and 1 or 2
+    local got = #items / stride
     if got == 0 then break end
     budget = budget - got
     local held
     if guarded then
-      local ms = {}
-      for k = 1, #items, 2 do ms[#ms + 1] = items[k] end
+      local ms = items
+      if not one then
+        ms = {}
+        for k = 1, #items, 2 do ms[#ms + 1] = items[k] end
+      end
       held = redis.call('ZMSCORE', prepare, unpack(ms))
     end
     local taken, took, skipped = {}, 0, 0
-    for k = 1, #items, 2 do
-      local m, s = items[k], items[k + 1]
-      if held and held[(k + 1) / 2] then
+    for k = 1, #items, stride do
+      local m, s = items[k], one or items[k + 1]
+      if held and held[(k + stride - 1) / stride] then
         skipped = skipped + 1
       else
         padd[#padd + 1] = prepareScore(s)

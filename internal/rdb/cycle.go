@@ -150,18 +150,45 @@ func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleReques
 	if !req.Priority {
 		ahead = req.Ahead.Milliseconds()
 	}
-	args := make([]any, 0, 8+3*len(req.Outcomes))
+	args := make([]any, 0, 9+3*len(req.Outcomes))
 	args = append(args, order, merge, req.Max, int64(req.Timeout/time.Second), req.Fence.arg(), string(req.Waits),
-		ahead, len(req.Outcomes))
-	for _, o := range req.Outcomes {
-		args = append(args, o.member, o.prepare, actionArg(o))
-	}
+		ahead)
+	args = appendOutcomes(args, req.Outcomes)
 	raw, err := cycleScript.Run(ctx, b.rdb, []string{keys.Store, keys.Prepare, keys.Retry, keys.Dead, keys.Owner}, args...).Slice()
 	if err != nil {
 		b.topo.failed(err)
 		return CycleResult{}, err
 	}
 	return parseCycle(raw, req.Priority)
+}
+
+// appendOutcomes appends the outcomes to the script's arguments: their count
+// and a triple each, or, when all commit members of one pop (one prepare
+// score), "=<count>", the score and the members alone.
+func appendOutcomes(args []any, outs []Outcome) []any {
+	if onePopCommits(outs) {
+		args = append(args, "="+strconv.Itoa(len(outs)), outs[0].prepare)
+		for _, o := range outs {
+			args = append(args, o.member)
+		}
+		return args
+	}
+	args = append(args, len(outs))
+	for _, o := range outs {
+		args = append(args, o.member, o.prepare, actionArg(o))
+	}
+	return args
+}
+
+// onePopCommits reports whether outs are commits of members popped with one
+// prepare score (at least one).
+func onePopCommits(outs []Outcome) bool {
+	for _, o := range outs {
+		if o.action != Commit || o.prepare != outs[0].prepare {
+			return false
+		}
+	}
+	return len(outs) > 0
 }
 
 // actionArg encodes an outcome's action for cycle.lua.
