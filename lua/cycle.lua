@@ -129,7 +129,8 @@ end
 -- commitOnePop settles n commits of members popped with one prepare score
 -- (ARGV[10] on): it removes those prepare still holds with that score, read
 -- at once instead of a score per member, unless more than twice as many
--- entries share the score.
+-- entries share the score. When the commits are all the entries of that
+-- score (the usual case), it removes the score's range.
 local function commitOnePop()
   local commits = {}
   local held = redis.call('ZRANGEBYSCORE', prepare, oneScore, oneScore, 'LIMIT', 0, 2 * n + 1)
@@ -137,7 +138,15 @@ local function commitOnePop()
     local here = {}
     for k = 1, #held do here[held[k]] = true end
     for k = 10, 9 + n do
-      if here[ARGV[k]] then commits[#commits + 1] = ARGV[k] end
+      local m = ARGV[k]
+      if here[m] then
+        commits[#commits + 1] = m
+        here[m] = nil -- each once: then as many commits as held means the same set
+      end
+    end
+    if #commits > 0 and #commits == #held then
+      redis.call('ZREMRANGEBYSCORE', prepare, oneScore, oneScore)
+      return
     end
   else
     local members = {}

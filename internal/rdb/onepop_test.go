@@ -181,3 +181,21 @@ func TestCycleCommitsOfTwoPops(t *testing.T) {
 		assert.Equal(t, int64(1), f.card(f.keys.Prepare))
 	})
 }
+
+// A commit naming one member twice removes it alone, not another entry of
+// the same score (the range removal needs as many distinct commits as
+// entries).
+func TestCycleCommitNamingAMemberTwice(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		f := newFixture(t, b)
+		f.fillPriority("m", 2, 50)
+		res := f.cycle(CycleRequest{Priority: true, Max: 2})
+		require.Len(t, res.Deliveries, 2)
+		done, open := res.Deliveries[0], res.Deliveries[1]
+		f.cycle(CycleRequest{Priority: true, Outcomes: []Outcome{done.Settle(Commit), done.Settle(Commit)}})
+		_, ok := f.score(f.keys.Prepare, string(done.Member))
+		assert.False(t, ok, "the committed entry stays")
+		_, ok = f.score(f.keys.Prepare, string(open.Member))
+		assert.True(t, ok, "an entry not committed was removed")
+	})
+}
