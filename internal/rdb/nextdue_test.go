@@ -83,3 +83,69 @@ func TestCycleNextDueWithAHeldBackEntry(t *testing.T) {
 		assert.InDelta(t, now+9_000, float64(res.NextMs), 1, "the first entry later than now")
 	})
 }
+
+// The prepare expiry a pop reports is the earliest over the entries held
+// before it, those it added (popped ahead, they expire from their due
+// second), and what a reclaim left.
+func TestCycleNextDueIsTheEarliestPrepareExpiry(t *testing.T) {
+	const timeout = 30 * time.Second
+	expiry := func(sec int64) int64 { return (sec + int64(timeout/time.Second) + 1) * 1000 }
+	t.Run("an entry held before the pop", func(t *testing.T) {
+		testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+			f := newFixture(t, b)
+			sec := int64(nowMs()) / 1000
+			f.zadd(f.keys.Prepare, float64((sec-5)*1000+MaxRetries), "old")
+			f.zadd(f.keys.Store, nowMs()-10, "a")
+			res := f.cycle(CycleRequest{Max: 10, Timeout: timeout})
+			require.Equal(t, []string{"a"}, members(res.Deliveries))
+			assert.Equal(t, expiry(sec-5), res.NextMs)
+		})
+	})
+	t.Run("entries popped ahead", func(t *testing.T) {
+		testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+			f := newFixture(t, b)
+			due := int64(nowMs()) + 1_500
+			f.zadd(f.keys.Store, float64(due), "soon")
+			res := f.cycle(CycleRequest{Max: 10, Ahead: 2 * time.Second, Timeout: timeout})
+			require.Equal(t, []string{"soon"}, members(res.Deliveries))
+			assert.LessOrEqual(t, res.NextMs, expiry(due/1000), "no later than the entry can expire")
+			assert.GreaterOrEqual(t, res.NextMs, expiry(res.NowMs/1000))
+		})
+	})
+	t.Run("what a reclaim left", func(t *testing.T) {
+		testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+			f := newFixture(t, b)
+			sec := int64(nowMs()) / 1000
+			f.zadd(f.keys.Prepare, float64((sec-40)*1000+MaxRetries), "expired")
+			f.zadd(f.keys.Prepare, float64((sec-3)*1000+MaxRetries), "fresh")
+			res := f.cycle(CycleRequest{Max: 10, Timeout: timeout})
+			require.Equal(t, []string{"expired"}, members(res.Deliveries), "reclaimed, then popped again")
+			assert.Equal(t, expiry(sec-3), res.NextMs)
+		})
+	})
+}
+
+// After promoting the retries that are due, the next look is at the first
+// retry still waiting.
+func TestCycleNextDueAfterAPromotion(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		f := newFixture(t, b)
+		now := int64(nowMs())
+		f.zadd(f.keys.Retry, float64((now-10)*32+7), "ready")
+		f.zadd(f.keys.Retry, float64((now+5_000)*32+7), "later")
+		res := f.cycle(CycleRequest{Max: 10})
+		require.Equal(t, []string{"ready"}, members(res.Deliveries))
+		assert.Equal(t, 7, res.Deliveries[0].RetriesLeft)
+		assert.Equal(t, now+5_000, res.NextMs)
+	})
+}
+
+// A retry falls due in the millisecond its wait ends.
+func TestCyclePromotesARetryDueThisMillisecond(t *testing.T) {
+	f := newFixture(t, testenv.Mini(t))
+	now := time.UnixMilli(1_795_300_000_123)
+	f.b.Mini.SetTime(now)
+	f.zadd(f.keys.Retry, float64(now.UnixMilli()*32+7), "m")
+	res := f.cycle(CycleRequest{Max: 10})
+	require.Equal(t, []string{"m"}, members(res.Deliveries))
+}
