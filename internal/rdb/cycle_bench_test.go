@@ -1,0 +1,89 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// BenchmarkCycleDrain measures the two-phase path of one slot on the server
+// of RMQ_REDIS_ADDR: a backlog of b.N batches of 1,000 messages is drained,
+// each call popping a batch into prepare and committing the previous one, as
+// a consumer does. It reports the time per message from the client and, from
+// the server's INFO cpu, Redis CPU per message. Sub-benchmarks: priorities
+// 17..1016 (as the bench sends them), one priority, and due times.
+func BenchmarkCycleDrain(b *testing.B) {
+	const batch = 1000
+	for _, kind := range []string{"priorities", "one-priority", "due-times"} {
+		b.Run(kind, func(b *testing.B) {
+			be := testenv.Single(b)
+			ks := NewKeyspace(testenv.Namespace(b, be))
+			br, keys := New(be.Redis, ks), ks.Slot("bench", 0)
+			ctx := context.Background()
+			due := time.Now().UnixMilli() - int64(b.N*batch) - 60_000 // all due
+			for n := 0; n < b.N; n++ {
+				zs := make([]redis.Z, batch)
+				for i := range zs {
+					score := float64(17 + i%1000)
+					switch kind {
+					case "one-priority":
+						score = 500
+					case "due-times":
+						score = float64(due + int64(n*batch+i))
+					}
+					zs[i] = redis.Z{Score: score, Member: fmt.Sprintf("%08d-%055d", n, i)}
+				}
+				if err := be.Redis.ZAdd(ctx, keys.Store, zs...).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			req := CycleRequest{Priority: kind != "due-times", Max: batch, Timeout: 30 * time.Second, Waits: noWaits}
+			var last CycleResult
+			cpu0 := redisCPU(b, be.Redis)
+			b.ResetTimer()
+			for range b.N {
+				req.Outcomes = settle(last, Commit)
+				res, err := br.Cycle(ctx, keys, &req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.Deliveries) != batch {
+					b.Fatalf("popped %d, want %d", len(res.Deliveries), batch)
+				}
+				last = res
+			}
+			b.StopTimer()
+			msgs := float64(b.N * batch)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/msgs, "ns/msg")
+			b.ReportMetric((redisCPU(b, be.Redis)-cpu0)*1e6/msgs, "redis-µs/msg")
+		})
+	}
+}
+
+// redisCPU returns the server's used_cpu_user + used_cpu_sys in seconds.
+func redisCPU(b *testing.B, c redis.UniversalClient) float64 {
+	b.Helper()
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum := 0.0
+	for line := range strings.SplitSeq(info, "\r\n") {
+		name, v, ok := strings.Cut(line, ":")
+		if ok && (name == "used_cpu_user" || name == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum += f
+		}
+	}
+	return sum
+}
