@@ -55,6 +55,12 @@ type strategy interface {
 	close(ctx context.Context)
 }
 
+// gatherer is a duplex strategy whose elected writers yield more than once
+// before they write while commands are in flight.
+type gatherer interface {
+	electYields() int
+}
+
 const (
 	// maxWriterRounds is how many writes a Send elected writer of a duplex
 	// strategy makes before it hands the role to a goroutine and returns to
@@ -72,8 +78,9 @@ const (
 // With a duplex strategy there is one writer at a time: a Send that finds
 // no writer writes everything queued itself, and whoever writes takes what
 // queued meanwhile, so writes grow with the load while a lone Send goes out
-// at once. A Send elected while commands are in flight yields once first, so
-// that the senders just woken by their replies join its write.
+// at once. A Send elected while commands are in flight yields first (once,
+// or as often as a gatherer strategy says), so that the senders just woken
+// by their replies join its write.
 //
 // Otherwise each write waits a round trip, so writers are goroutines (at
 // most maxPipelines, started on demand, gone when the queue is empty), each
@@ -86,6 +93,9 @@ type sender struct {
 	duplex   bool
 	writers  int // writers at work at once, at most
 	counts   *SendCounts
+	// electYields is how often a Send elected writer yields first while
+	// commands are in flight (duplex only).
+	electYields int
 
 	mu      sync.Mutex
 	pending []*request   // queued, not yet taken by a writer
@@ -95,7 +105,10 @@ type sender struct {
 }
 
 func newSender(st strategy, counts *SendCounts) *sender {
-	s := &sender{strategy: st, duplex: st.duplex(), writers: 1, counts: counts}
+	s := &sender{strategy: st, duplex: st.duplex(), writers: 1, counts: counts, electYields: 1}
+	if g, ok := st.(gatherer); ok {
+		s.electYields = g.electYields()
+	}
 	if !s.duplex {
 		s.writers = maxPipelines
 	}
@@ -179,10 +192,12 @@ func (s *sender) queue(r *request) {
 		return
 	}
 	if s.strategy.inFlight() {
-		// Redis has work meanwhile: yield once, so that the senders already
+		// Redis has work meanwhile: yield, so that the senders already
 		// runnable (woken by the replies just read) join this write. An idle
 		// connection is written at once.
-		runtime.Gosched()
+		for range s.electYields {
+			runtime.Gosched()
+		}
 	}
 	if !s.writeQueued(maxWriterRounds) {
 		go s.writeQueued(-1)

@@ -301,3 +301,11 @@ func TestSenderClose(t *testing.T) {
 	s.close(context.Background()) // idempotent
 	assert.Equal(t, int64(2), f.closes.Load())
 }
+
+// A Send elected writer yields once on one server, more on a Cluster.
+func TestSenderElectYields(t *testing.T) {
+	counts := &SendCounts{}
+	assert.Equal(t, 1, newSender(&sendStream{}, counts).electYields)
+	assert.Equal(t, clusterElectYields, newSender(&sendCluster{}, counts).electYields)
+	assert.Greater(t, clusterElectYields, 1)
+}

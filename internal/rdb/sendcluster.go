@@ -137,6 +137,17 @@ func (c *sendCluster) streamFor(ctx context.Context, key string) (*sendStream, e
 // duplex implements strategy.
 func (c *sendCluster) duplex() bool { return true }
 
+// clusterElectYields is how often a Send elected writer yields on a Cluster
+// while commands are in flight. A reply from one master leaves the others'
+// owed, so fewer senders are runnable at each yield than on one server,
+// and each master's Redis spends per write what one server does: more
+// yields gather larger writes (measured: +11 % for Send from 16 goroutines
+// on a 3-master Cluster, the median of 8 interleaved pairs).
+const clusterElectYields = 4
+
+// electYields implements gatherer.
+func (c *sendCluster) electYields() int { return clusterElectYields }
+
 // inFlight implements strategy: whether any master's stream awaits replies.
 func (c *sendCluster) inFlight() bool {
 	c.mu.Lock()
