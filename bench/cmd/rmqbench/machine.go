@@ -44,7 +44,7 @@ func (r *report) header(ctx context.Context, e *env, selected []*scenario) error
 	t.add("go-redis", "github.com/redis/go-redis/v9 "+depVersion("github.com/redis/go-redis/v9")+" (all systems; PoolSize 256)")
 	t.write(r.w)
 	r.printf("How to read this: every scenario runs each system once per round, interleaved and in a rotating order, " +
-		"on an emptied Redis (FLUSHALL + CONFIG RESETSTAT before each run). The machine is shared and noisy, " +
+		"on an emptied Redis (FLUSHALL + MEMORY PURGE + CONFIG RESETSTAT before each run). The machine is shared and noisy, " +
 		"so absolute rates drift between rounds; the **per-round ratios** (RMQ ÷ peer, from runs minutes apart) " +
 		"are the figures that count. Cells read `median (min–max)` over the rounds. Client CPU is this process's " +
 		"user+sys time (getrusage) and Redis CPU the server's used_cpu_user+used_cpu_sys delta (INFO cpu), " +

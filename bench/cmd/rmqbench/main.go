@@ -2,7 +2,7 @@
 // Redis server and prints markdown tables. Every scenario runs each system
 // once per round, interleaved (A B C, then B C A, …), so that drifting noise
 // on a shared machine hits all of them alike; the per-round ratios are the
-// figures that count. Redis is emptied (FLUSHALL, CONFIG RESETSTAT) before
+// figures that count. Redis is emptied (FLUSHALL, MEMORY PURGE, CONFIG RESETSTAT) before
 // every run. scripts/bench.sh starts a private redis-server (and, for the
 // cluster scenario, a private 6-node Redis Cluster, passed as -cluster) and
 // runs this.
