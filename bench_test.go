@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,6 +81,19 @@ func BenchmarkSendSequential(b *testing.B) {
 	b.Run("pipelines", func(b *testing.B) { benchmarkSend(b, 1, false) })
 }
 
+// BenchmarkSendCluster measures Send from 16 goroutines, one message per
+// call, on the Redis Cluster of RMQ_CLUSTER_ADDRS (comma-separated; skipped
+// without it): through a send stream per master.
+func BenchmarkSendCluster(b *testing.B) {
+	addrs := os.Getenv("RMQ_CLUSTER_ADDRS")
+	if addrs == "" {
+		b.Skip("RMQ_CLUSTER_ADDRS is not set")
+	}
+	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ","), PoolSize: 64})
+	defer r.Close()
+	benchmarkSendOn(b, r, 16, true)
+}
+
 func benchmarkSend(b *testing.B, senders int, stream bool) {
 	var r redis.UniversalClient
 	if addr := os.Getenv("RMQ_REDIS_ADDR"); addr != "" {
@@ -89,6 +103,10 @@ func benchmarkSend(b *testing.B, senders int, stream bool) {
 		r = redis.NewClient(&redis.Options{Addr: m.Addr()})
 	}
 	defer r.Close()
+	benchmarkSendOn(b, r, senders, stream)
+}
+
+func benchmarkSendOn(b *testing.B, r redis.UniversalClient, senders int, stream bool) {
 	ns := fmt.Sprintf("bench%d", time.Now().UnixNano())
 	c, err := New(r, WithNamespace(ns), WithSendStream(stream))
 	if err != nil {
