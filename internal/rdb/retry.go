@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,6 +45,22 @@ func retryable(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne)
+}
+
+// maxDeadWrites bounds how often one Send goes again, without spending a
+// retry, after a write that found its connection already broken.
+const maxDeadWrites = 8
+
+// deadWrite reports whether err is a write that found the connection already
+// reset or closed by the server (EPIPE, ECONNRESET): what it wrote never
+// reached Redis, as with a dead pooled connection, which go-redis discards
+// before use without counting a retry. Commands written earlier on the same
+// connection fail with it too and may have run; sent again, they store the
+// same entries, as every retry may.
+func deadWrite(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "write" &&
+		(errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET))
 }
 
 // retryableReplies are the prefixes of error replies that say "not now".

@@ -147,7 +147,8 @@ func (r *request) finish(err error) {
 func (s *sender) send(ctx context.Context, e Entry) error {
 	r := requestPool.Get().(*request)
 	r.entry, r.counts = e, s.counts
-	for attempt := 0; ; attempt++ {
+	retries, deadWrites := 0, 0
+	for {
 		s.queue(r)
 		select {
 		case <-r.done:
@@ -158,7 +159,20 @@ func (s *sender) send(ctx context.Context, e Entry) error {
 		var pause time.Duration
 		again := false
 		if err != nil {
-			pause, again = s.strategy.retryAfter(err, attempt)
+			// A write that found the connection broken spends no retry (up
+			// to maxDeadWrites times), as go-redis discards a dead pooled
+			// connection before use: it asks as for the last retry spent.
+			free := deadWrite(err) && deadWrites < maxDeadWrites
+			n := retries
+			if free {
+				n = max(retries-1, 0)
+			}
+			pause, again = s.strategy.retryAfter(err, n)
+			if free {
+				deadWrites++
+			} else {
+				retries++
+			}
 		}
 		if !again {
 			*r = request{done: r.done}

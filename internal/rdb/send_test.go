@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -215,6 +218,22 @@ func TestSenderRetries(t *testing.T) {
 		{"gives up", 3, eof, io.EOF, 4},
 		{"final reply", 3, func(string, int) error { return ReplyError("WRONGTYPE x") }, ReplyError("WRONGTYPE x"), 1},
 		{"no policy", 0, eof, io.EOF, 1},
+		// Writes that found the connection broken spend no retry, up to
+		// maxDeadWrites of them; then they count like any failure.
+		{"dead writes are free", 3, func(_ string, attempt int) error {
+			if attempt < maxDeadWrites {
+				return brokenPipe
+			}
+			return nil
+		}, nil, maxDeadWrites + 1},
+		{"dead writes then a retry each", 3, func(_ string, attempt int) error {
+			if attempt < maxDeadWrites+3 {
+				return brokenPipe
+			}
+			return nil
+		}, nil, maxDeadWrites + 4},
+		{"dead writes give up", 3, func(string, int) error { return brokenPipe }, brokenPipe, maxDeadWrites + 4},
+		{"dead writes without a policy", 0, func(string, int) error { return brokenPipe }, brokenPipe, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := &fakeStrategy{isDuplex: true, policy: retryPolicy{max: c.max}, outcome: c.outcome}
@@ -230,6 +249,19 @@ func TestSenderRetries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// brokenPipe is how a write onto a connection the server closed fails.
+var brokenPipe = fmt.Errorf("rdb: write to redis: %w", &net.OpError{Op: "write", Net: "tcp",
+	Err: os.NewSyscallError("write", syscall.EPIPE)})
+
+// Only a write that found the connection reset or closed is a dead write.
+func TestDeadWrite(t *testing.T) {
+	assert.True(t, deadWrite(brokenPipe))
+	assert.True(t, deadWrite(&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}))
+	assert.False(t, deadWrite(&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}))
+	assert.False(t, deadWrite(&net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded}))
+	assert.False(t, deadWrite(io.EOF))
 }
 
 // A Send whose ctx ends first returns ctx.Err() as it is.
