@@ -25,15 +25,23 @@ func (f *fixture) fillPriority(prefix string, count int, p float64) []string {
 	return names
 }
 
+// popPriority fills store with count members of priority 50 and pops them
+// all in one call.
+func (f *fixture) popPriority(count int) CycleResult {
+	f.t.Helper()
+	f.fillPriority("m", count, 50)
+	res := f.cycle(CycleRequest{Priority: true, Max: count})
+	require.Len(f.t, res.Deliveries, count)
+	return res
+}
+
 // Committing a whole pop reads the prepare entries holding its score at once;
 // it must still remove only the entries exactly as popped, and nothing else
 // that shares the score.
 func TestCycleCommitOfAWholePopKeepsLaterDeliveries(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		f := newFixture(t, b)
-		f.fillPriority("m", 40, 50)
-		first := f.cycle(CycleRequest{Priority: true, Max: 40})
-		require.Len(t, first.Deliveries, 40)
+		first := f.popPriority(40)
 		popped := first.Deliveries[0].prepare
 		// m005 timed out and was popped again; "other" shares the pop's score
 		// but is not in this commit.
@@ -56,9 +64,7 @@ func TestCycleCommitOfAWholePopKeepsLaterDeliveries(t *testing.T) {
 func TestCycleCommitAmongManyEntriesOfOneScore(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		f := newFixture(t, b)
-		f.fillPriority("m", 2, 50)
-		first := f.cycle(CycleRequest{Priority: true, Max: 2})
-		require.Len(t, first.Deliveries, 2)
+		first := f.popPriority(2)
 		popped := first.Deliveries[0].prepare
 		for i := range 5 {
 			f.zadd(f.keys.Prepare, float64(popped), fmt.Sprintf("same%d", i))
@@ -161,9 +167,7 @@ func repeat(v float64, n int) []float64 {
 func TestCycleCommitsOfTwoPops(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		f := newFixture(t, b)
-		f.fillPriority("m", 4, 50)
-		res := f.cycle(CycleRequest{Priority: true, Max: 4})
-		require.Len(t, res.Deliveries, 4)
+		res := f.popPriority(4)
 		// The second comes from an older pop (its entry is as popped then);
 		// the third's entry belongs to a later delivery.
 		older, later := res.Deliveries[1], res.Deliveries[2]
@@ -188,9 +192,7 @@ func TestCycleCommitsOfTwoPops(t *testing.T) {
 func TestCycleCommitNamingAMemberTwice(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		f := newFixture(t, b)
-		f.fillPriority("m", 2, 50)
-		res := f.cycle(CycleRequest{Priority: true, Max: 2})
-		require.Len(t, res.Deliveries, 2)
+		res := f.popPriority(2)
 		done, open := res.Deliveries[0], res.Deliveries[1]
 		f.cycle(CycleRequest{Priority: true, Outcomes: []Outcome{done.Settle(Commit), done.Settle(Commit)}})
 		_, ok := f.score(f.keys.Prepare, string(done.Member))
