@@ -163,7 +163,7 @@ func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleReques
 }
 
 // appendOutcomes appends the outcomes to the script's arguments: their count
-// and a triple each, or, when all commit members of one pop (one prepare
+// and a triple each, or, when all are commits of members of one pop (one prepare
 // score), "=<count>", the score and the members alone.
 func appendOutcomes(args []any, outs []Outcome) []any {
 	if onePopCommits(outs) {
