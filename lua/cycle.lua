@@ -126,6 +126,14 @@ local function restore(m, orig)
   end
 end
 
+-- asPopped reports whether a prepare score read back (false: no entry) is
+-- the one a pop wrote. Scores come back as the integers they were written
+-- as; compare the strings, and the numbers only when they differ.
+local function asPopped(held, popped)
+  if not held then return false end
+  return held == popped or tonumber(held) == tonumber(popped)
+end
+
 -- commitOnePop settles n commits of members popped with one prepare score
 -- (ARGV[10] on): it removes those prepare still holds with that score, read
 -- at once instead of a score per member, unless more than twice as many
@@ -153,8 +161,7 @@ local function commitOnePop()
     for k = 1, n do members[k] = ARGV[9 + k] end
     local cur = redis.call('ZMSCORE', prepare, unpack(members))
     for k = 1, n do
-      local h = cur[k]
-      if h and (h == oneScore or tonumber(h) == tonumber(oneScore)) then commits[#commits + 1] = members[k] end
+      if asPopped(cur[k], oneScore) then commits[#commits + 1] = members[k] end
     end
   end
   if #commits > 0 then redis.call('ZREM', prepare, unpack(commits)) end
@@ -169,10 +176,8 @@ local function settle()
   local cur = redis.call('ZMSCORE', prepare, unpack(members))
   local commits = {}
   for k = 0, n - 1 do
-    local held, popped = cur[k + 1], ARGV[10 + 3 * k]
-    -- Scores come back as the integers they were written as; compare the
-    -- strings, and the numbers only when they differ.
-    if held and (held == popped or tonumber(held) == tonumber(popped)) then
+    local popped = ARGV[10 + 3 * k]
+    if asPopped(cur[k + 1], popped) then
       local m, act = members[k + 1], ARGV[11 + 3 * k]
       if act == COMMIT then
         commits[#commits + 1] = m
