@@ -162,17 +162,12 @@ func (s *sender) send(ctx context.Context, e Entry) error {
 			// A write that found the connection broken spends no retry (up
 			// to maxDeadWrites times), as go-redis discards a dead pooled
 			// connection before use: it asks as for the last retry spent.
-			free := deadWrite(err) && deadWrites < maxDeadWrites
-			n := retries
-			if free {
-				n = max(retries-1, 0)
-			}
-			pause, again = s.strategy.retryAfter(err, n)
-			if free {
+			if deadWrite(err) && deadWrites < maxDeadWrites {
 				deadWrites++
 			} else {
 				retries++
 			}
+			pause, again = s.strategy.retryAfter(err, max(retries-1, 0))
 		}
 		if !again {
 			*r = request{done: r.done}
