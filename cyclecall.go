@@ -25,6 +25,8 @@ type popCall struct {
 
 	res      rdb.CycleResult
 	err      error
+	recv     time.Time     // when the reply arrived
+	counted  bool          // err is a failure of its group already counted (popgroup.go)
 	done     chan struct{} // closed once res and err are set
 	detached bool          // the thread stopped waiting (guarded by thread.mu)
 }
@@ -37,13 +39,15 @@ type popCall struct {
 func (t *thread) pop(hard context.Context, c *popCall) bool {
 	if !t.sub.c.multiNode {
 		c.res, c.err = t.cycle(hard, c.s, c.req)
+		c.recv = time.Now()
 		return true
 	}
 	c.done = make(chan struct{})
 	go func() {
 		res, err := t.cycle(hard, c.s, c.req)
+		recv := time.Now()
 		t.mu.Lock()
-		c.res, c.err = res, err
+		c.res, c.err, c.recv = res, err, recv
 		close(c.done)
 		if c.detached {
 			t.finished = append(t.finished, c)

@@ -1,6 +1,7 @@
 package rmq
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/rmq-go/rmq/internal/rdb"
@@ -36,4 +37,17 @@ func (t *thread) afterDelivery(s *slotState, res rdb.CycleResult, now time.Time)
 		return time.Time{}, false
 	}
 	return next, true
+}
+
+// nextLook converts the script's "next due" (Redis ms) into a local time,
+// bounded by the idle poll (with jitter, so idle slots do not poll in step).
+func (t *thread) nextLook(res rdb.CycleResult, now time.Time) time.Time {
+	poll := t.sub.c.cfg.idlePoll
+	poll -= time.Duration(rand.Int64N(int64(poll)/5 + 1))
+	if res.NextMs < 0 {
+		return now.Add(poll)
+	}
+	// From the µs clock: waking at the start of the due millisecond, not up
+	// to a millisecond early (which would cost a futile cycle and then be late).
+	return now.Add(min(time.Duration(res.NextMs*1000-res.NowUs)*time.Microsecond, poll))
 }

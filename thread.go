@@ -2,7 +2,6 @@ package rmq
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -331,6 +330,10 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 	}
 	call := &popCall{s: s, req: t.request(s, admitted), sent: sent, admitted: admitted, probe: probe}
 	call.req.Ahead = t.ahead(probe)
+	if calls := t.groupCalls(call); len(calls) > 1 {
+		t.popGroup(hard, calls)
+		return
+	}
 	if t.pop(hard, call) {
 		t.afterPop(hard, call)
 	}
@@ -341,8 +344,11 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 func (t *thread) afterPop(hard context.Context, call *popCall) {
 	c, s, res, err := t.sub.c, call.s, call.res, call.err
 	t.admitted(call.admitted, len(res.Deliveries), call.probe)
-	now := time.Now()
+	now := call.recv
 	if err != nil {
+		if call.counted {
+			return
+		}
 		c.counters.redisErrors.Add(1)
 		if n := t.failed(s, now); n == 1 || n%20 == 0 {
 			c.cfg.logger.Warn("rmq: pop failed; backing off from the slot's node", "topic", t.sub.topic.Name,
@@ -378,19 +384,6 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 	// Look again at once (more may be due, and the outcomes go along), or
 	// let the commits wait for the slot's next cycle, due soon.
 	s.next, s.lingering = t.afterDelivery(s, res, time.Now())
-}
-
-// nextLook converts the script's "next due" (Redis ms) into a local time,
-// bounded by the idle poll (with jitter, so idle slots do not poll in step).
-func (t *thread) nextLook(res rdb.CycleResult, now time.Time) time.Time {
-	poll := t.sub.c.cfg.idlePoll
-	poll -= time.Duration(rand.Int64N(int64(poll)/5 + 1))
-	if res.NextMs < 0 {
-		return now.Add(poll)
-	}
-	// From the µs clock: waking at the start of the due millisecond, not up
-	// to a millisecond early (which would cost a futile cycle and then be late).
-	return now.Add(min(time.Duration(res.NextMs*1000-res.NowUs)*time.Microsecond, poll))
 }
 
 // invalidLeaseRecheck is how often a slot whose lease is not valid right now

@@ -52,6 +52,9 @@ type Broker interface {
 	AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, error)
 	// Cycle runs the cycle script on one slot.
 	Cycle(ctx context.Context, keys SlotKeys, req *CycleRequest) (CycleResult, error)
+	// Cycles runs the cycle script on several slots of one node in one round
+	// trip, setting each call's Res and Err as Cycle would.
+	Cycles(ctx context.Context, calls []*SlotCycle)
 	// Cancel removes a pending member from a slot; it reports whether one was removed.
 	Cancel(ctx context.Context, keys SlotKeys, member []byte) (bool, error)
 	// Backlog returns the sizes of each slot's sets and, with dueTimes, the

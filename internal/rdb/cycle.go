@@ -139,6 +139,21 @@ type CycleResult struct {
 
 // Cycle implements Broker.
 func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleRequest) (CycleResult, error) {
+	raw, err := cycleScript.Run(ctx, b.rdb, keys.cycleKeys(), cycleArgs(req)...).Slice()
+	if err != nil {
+		b.topo.failed(err)
+		return CycleResult{}, err
+	}
+	return parseCycle(raw, req.Priority)
+}
+
+// cycleKeys are the KEYS of the cycle script on the slot.
+func (k SlotKeys) cycleKeys() []string {
+	return []string{k.Store, k.Prepare, k.Retry, k.Dead, k.Owner}
+}
+
+// cycleArgs are the ARGV of the cycle script for req.
+func cycleArgs(req *CycleRequest) []any {
 	order, merge := orderDue, mergeNever
 	if req.Priority {
 		order = orderPriority
@@ -153,13 +168,7 @@ func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleReques
 	args := make([]any, 0, 9+3*len(req.Outcomes))
 	args = append(args, order, merge, req.Max, int64(req.Timeout/time.Second), req.Fence.arg(), string(req.Waits),
 		ahead)
-	args = appendOutcomes(args, req.Outcomes)
-	raw, err := cycleScript.Run(ctx, b.rdb, []string{keys.Store, keys.Prepare, keys.Retry, keys.Dead, keys.Owner}, args...).Slice()
-	if err != nil {
-		b.topo.failed(err)
-		return CycleResult{}, err
-	}
-	return parseCycle(raw, req.Priority)
+	return appendOutcomes(args, req.Outcomes)
 }
 
 // appendOutcomes appends the outcomes to the script's arguments: their count

@@ -1,0 +1,104 @@
+package rmq
+
+import (
+	"context"
+	"time"
+
+	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/wait"
+)
+
+// groupShare: a pop that reaches ahead (WithLookahead) takes along, in the
+// same round trip, the thread's other slots whose next look is due within
+// this share of the lookahead. A Redis call costs the server far more when it
+// wakes it than when it follows another, and each call wakes the consuming
+// process once more: at low rates a thread's slots then cost one round trip
+// per lookahead between them instead of one each. Their windows end together
+// from then on, so they stay in step; a slot popped early pops again at most
+// that much sooner.
+const groupShare = 4
+
+// groupCalls returns lead with the pops of the slots it takes along (see
+// groupShare), each admitted by the topic's flow control as serve would.
+// Groups form on a single node only: on a Cluster a thread's slots live on
+// several masters, and their pops run apart (cyclecall.go).
+func (t *thread) groupCalls(lead *popCall) []*popCall {
+	calls := []*popCall{lead}
+	if t.sub.c.multiNode || lead.req.Ahead <= 0 {
+		return calls
+	}
+	now := lead.sent
+	horizon := now.Add(t.sub.lookahead / groupShare)
+	for _, s := range t.order {
+		if s == lead.s || !t.joins(s, now, horizon) {
+			continue
+		}
+		if t.sub.flow.paused.Load() {
+			break
+		}
+		admitted, probe, _ := t.admit(t.sub.batchSize(), now)
+		if admitted == 0 {
+			break
+		}
+		ahead := t.ahead(probe)
+		if ahead <= 0 {
+			t.admitted(admitted, 0, probe)
+			break
+		}
+		c := &popCall{s: s, req: t.request(s, admitted), sent: now, admitted: admitted, probe: probe}
+		c.req.Ahead = ahead
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+// joins reports whether s may pop along with another slot of its thread at
+// now: its next look is due by horizon, and serve would pop it then (not
+// deliver a held message, back off from its node, or let it go).
+func (t *thread) joins(s *slotState, now, horizon time.Time) bool {
+	switch {
+	case s.busy != nil, s.parked, s.heldDue(now), s.next.After(horizon):
+		return false
+	case wait.Closed(s.lease.Revoking()), !s.lease.Valid():
+		return false
+	}
+	_, held := t.heldBack(s, now)
+	return !held
+}
+
+// popGroup runs the pops of calls in one round trip and continues each. A
+// failure that every call shares counts once towards the node's backoff.
+func (t *thread) popGroup(hard context.Context, calls []*popCall) {
+	batch := make([]*rdb.SlotCycle, len(calls))
+	for i, c := range calls {
+		batch[i] = &rdb.SlotCycle{Keys: c.s.keys, Req: c.req}
+	}
+	if g := &t.sub.c.consumers; g.enter() {
+		t.sub.c.broker.Cycles(hard, batch)
+		g.leave()
+	} else {
+		for _, b := range batch {
+			b.Err = ErrClosed
+		}
+	}
+	recv := time.Now()
+	latest := int64(0) // the Redis clock read last in the group, µs
+	for _, b := range batch {
+		latest = max(latest, b.Res.NowUs)
+	}
+	for i, c := range calls {
+		c.res, c.err, c.recv = batch[i].Res, batch[i].Err, recv
+		c.counted = i > 0 && c.err != nil && calls[0].err != nil
+		if c.res.NowUs > 0 {
+			// recv bounds when the last clock was read, not the earlier ones:
+			// counting from the last keeps each message's due time
+			// (recv + due − clock) never early, and no later than it must be.
+			c.res.NowUs = latest
+		}
+	}
+	for _, c := range calls {
+		if t.slots[c.s.lease.Slot()] == c.s {
+			t.afterPop(hard, c)
+		}
+	}
+}

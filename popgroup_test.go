@@ -1,0 +1,88 @@
+package rmq_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
+	"github.com/rmq-go/rmq/lua"
+)
+
+// groupCounter counts the pipelines that carry more than one cycle call.
+type groupCounter struct{ groups, calls atomic.Int64 }
+
+var cycleSHA = fmt.Sprintf("%x", sha1.Sum([]byte(lua.Cycle())))
+
+func (g *groupCounter) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (g *groupCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (g *groupCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		n := int64(0)
+		for _, c := range cmds {
+			if args := c.Args(); c.Name() == "evalsha" && len(args) > 1 && args[1] == cycleSHA {
+				n++
+			}
+		}
+		if n > 1 {
+			g.groups.Add(1)
+			g.calls.Add(n)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A thread's slots that reach ahead pop together on a single node: one round
+// trip for those whose next look is near. Every message still comes once, at
+// or after its due time, in due order within its slot.
+func TestLookaheadPopsAThreadsSlotsTogether(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		g := &groupCounter{}
+		b.Redis.AddHook(g)
+		c := newClient(t, b, rmq.WithIdlePoll(time.Minute))
+		define(t, c, "group", 8, rmq.FixedTime)
+		r := newRecorder()
+		require.NoError(t, c.Subscribe("group", r, rmq.WithLookahead(time.Second), rmq.WithThreads(1)))
+		run(t, c)
+		time.Sleep(100 * time.Millisecond) // the consumer is idle
+
+		const n = 80
+		first := time.Now().Add(300 * time.Millisecond).Truncate(time.Millisecond)
+		var msgs []rmq.OutgoingMessage
+		for i := range n {
+			at := first.Add(time.Duration(i) * 25 * time.Millisecond)
+			msgs = append(msgs, rmq.FixedTimeMessage{Topic: "group", Content: []byte(fmt.Sprintf("m%02d", i)), FixedTime: at})
+		}
+		require.NoError(t, c.Producer().SendBatch(ctx, msgs...))
+
+		calls := r.waitCalls(t, n, 15*time.Second)
+		seen := map[string]int{}
+		lastBySlot := map[int]string{}
+		for _, d := range calls {
+			seen[d.content]++
+			assert.False(t, d.at.Before(d.msg.Due), "%s delivered %v early", d.content, d.msg.Due.Sub(d.at))
+			assert.Greater(t, d.content, lastBySlot[d.msg.Slot], "in due order within slot %d", d.msg.Slot)
+			lastBySlot[d.msg.Slot] = d.content
+		}
+		assert.Len(t, seen, n, "every message once")
+		eventually(t, 5*time.Second, "every outcome settled", func() bool {
+			st := stats(t, c, "group")
+			return st.Prepare == 0 && st.Store == 0
+		})
+		t.Logf("%d round trips carried %d pops", g.groups.Load(), g.calls.Load())
+		if _, cluster := b.Redis.(*redis.ClusterClient); cluster {
+			assert.Zero(t, g.groups.Load(), "on a Cluster each slot's pop goes alone")
+		} else {
+			assert.Positive(t, g.groups.Load(), "the thread's slots popped together")
+		}
+	})
+}
