@@ -17,9 +17,13 @@ const MaxLookahead = 10 * time.Second
 // and hands each to the listener at its due time, by the Redis clock (never
 // early: the thread counts from when the pop's reply arrived). Punctual
 // traffic at low rates then costs a Redis call per d and slot instead of one
-// per message, and the commits of the messages delivered meanwhile go with
-// the slot's next call, at most d (or 250 ms, if more) later, and never more
-// than a second or a tenth of the consume timeout.
+// per message, and on a single node a thread's slots share the round trip:
+// a pop takes along the thread's slots due for a look within d/4. The
+// commits of the messages delivered meanwhile go with the slot's next call,
+// at most d (or 250 ms, if more) later, and never more than a second or a
+// tenth of the consume timeout. A slot looks again a twentieth of d (at most
+// 10 ms) before its next message falls due, so that the message is held and
+// handed over on time rather than arriving with a reply.
 //
 // What changes for messages due within d: they are in flight (prepare) from
 // the pop on, so Producer.Cancel no longer finds them, a RangeMerge copy sent
@@ -127,9 +131,28 @@ func (t *thread) afterAheadPop(hard context.Context, s *slotState, res rdb.Cycle
 		t.park(s, now)
 		return
 	default:
-		s.next = t.nextLook(res, now)
+		s.next = t.aheadLook(res, now)
 	}
 	s.next, s.lingering = t.lingerHeld(s, now)
+}
+
+// aheadLook is nextLook after a pop that reached ahead. A due time further
+// off than twice popEarly is looked at popEarly before it: a message due then
+// is within the next pop's reach, so it is held and handed over at its due
+// time instead of arriving with a pop's reply, a round trip late. A nearer
+// one (a retry, which no pop takes early) is looked at on time.
+func (t *thread) aheadLook(res rdb.CycleResult, now time.Time) time.Time {
+	next := t.nextLook(res, now)
+	if early := t.popEarly(); next.Sub(now) > 2*early {
+		return next.Add(-early)
+	}
+	return next
+}
+
+// popEarly is how long before the next due time a slot that reaches ahead
+// pops: a twentieth of the lookahead, at most 10 ms.
+func (t *thread) popEarly() time.Duration {
+	return min(t.sub.lookahead/20, 10*time.Millisecond)
 }
 
 // lingerHeld returns when to look at s again now that it delivered messages,
