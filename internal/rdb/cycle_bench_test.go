@@ -87,3 +87,48 @@ func redisCPU(b *testing.B, c redis.UniversalClient) float64 {
 	}
 	return sum
 }
+
+// BenchmarkCyclesAtLowRate measures what a cycle call costs the server of
+// RMQ_REDIS_ADDR when calls come at a low rate (a pause of 2 ms after each
+// round trip, so that Redis sleeps between them), sent alone or four to a
+// pipeline (Cycles, as a thread's slots that reach ahead pop together). Each
+// call looks at a slot whose 30 messages are due later, as a lookahead pop
+// between two due times does. It reports Redis CPU per call.
+func BenchmarkCyclesAtLowRate(b *testing.B) {
+	for _, group := range []int{1, 4} {
+		b.Run(fmt.Sprintf("group=%d", group), func(b *testing.B) {
+			be := testenv.Single(b)
+			ks := NewKeyspace(testenv.Namespace(b, be))
+			br, ctx := New(be.Redis, ks), context.Background()
+			slots := ks.Slots("bench", 64)
+			later := time.Now().Add(time.Hour).UnixMilli()
+			for i, k := range slots {
+				zs := make([]redis.Z, 30)
+				for j := range zs {
+					zs[j] = redis.Z{Score: float64(later + int64(j)), Member: fmt.Sprintf("%02d-%061d", i, j)}
+				}
+				if err := be.Redis.ZAdd(ctx, k.Store, zs...).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			calls := make([]*SlotCycle, group)
+			cpu0 := redisCPU(b, be.Redis)
+			b.ResetTimer()
+			for n := 0; n < b.N; n++ {
+				for i := range calls {
+					calls[i] = &SlotCycle{Keys: slots[(n*group+i)%len(slots)],
+						Req: &CycleRequest{Max: 256, Timeout: 30 * time.Second, Waits: noWaits, Ahead: time.Second}}
+				}
+				br.Cycles(ctx, calls)
+				for _, c := range calls {
+					if c.Err != nil {
+						b.Fatal(c.Err)
+					}
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			b.StopTimer()
+			b.ReportMetric((redisCPU(b, be.Redis)-cpu0)*1e6/float64(b.N*group), "redis-µs/call")
+		})
+	}
+}
