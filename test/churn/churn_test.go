@@ -64,7 +64,7 @@ const (
 	churnDue            = 50 * time.Millisecond // FixedTime: due this long after the send (must still be ahead when SendBatch validates it)
 	churnSession        = 4 * time.Second       // how long a silent worker keeps its slots (ZooKeeper: the session timeout)
 	churnConsumeTimeout = 3 * time.Second
-	churnLookahead      = time.Second          // the lookahead of the Cluster run's workers
+	churnLookahead      = time.Second          // the lookahead of the Redis coordinator runs' workers
 	churnListenerSleep  = 2 * time.Millisecond // so that SIGSTOP and SIGKILL may land mid-call
 	// A message whose content is "<key>|slow-<tag>-<ms>" takes <ms>
 	// milliseconds in the listener, which first logs a churnSlowMark marker:

@@ -15,12 +15,14 @@ import (
 
 // TestChurnRedis runs the churn scenarios over the Redis coordinator: on a
 // real single Redis of its own with appendfsync always, which is also
-// killed and restarted mid-run, and on the real Cluster, where the workers
-// pop ahead (WithLookahead), so that held messages meet every event too.
+// killed and restarted mid-run, and on the real Cluster. In both the workers
+// pop ahead (WithLookahead), so that held messages meet every event too; on
+// the single Redis a thread's slots pop together (one pipeline of cycle
+// calls), so those round trips meet them as well.
 func TestChurnRedis(t *testing.T) {
 	t.Run("redis-restart", func(t *testing.T) {
 		srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
-		testChurnWorkersRestarting(t, redisKind, churnDeployment("addr:"+srv.Addr()), srv, 0)
+		testChurnWorkersRestarting(t, redisKind, churnDeployment("addr:"+srv.Addr()), srv, churnLookahead)
 	})
 	t.Run("cluster", func(t *testing.T) { testChurnWorkersRestarting(t, redisKind, clusterRedis, nil, churnLookahead) })
 }
