@@ -140,7 +140,7 @@ end
 -- entries share the score. When the commits are all the entries of that
 -- score (the usual case), it removes the score's range.
 local function commitOnePop()
-  local commits = {}
+  local commits, nc = {}, 0 -- nc counts commits (cheaper than #commits)
   local held = redis.call('ZRANGEBYSCORE', prepare, oneScore, oneScore, 'LIMIT', 0, 2 * n + 1)
   if #held <= 2 * n then
     local here = {}
@@ -148,11 +148,12 @@ local function commitOnePop()
     for k = 10, 9 + n do
       local m = ARGV[k]
       if here[m] then
-        commits[#commits + 1] = m
+        nc = nc + 1
+        commits[nc] = m
         here[m] = nil -- each once: then as many commits as held means the same set
       end
     end
-    if #commits > 0 and #commits == #held then
+    if nc > 0 and nc == #held then
       redis.call('ZREMRANGEBYSCORE', prepare, oneScore, oneScore)
       return
     end
@@ -161,10 +162,13 @@ local function commitOnePop()
     for k = 1, n do members[k] = ARGV[9 + k] end
     local cur = redis.call('ZMSCORE', prepare, unpack(members))
     for k = 1, n do
-      if asPopped(cur[k], oneScore) then commits[#commits + 1] = members[k] end
+      if asPopped(cur[k], oneScore) then
+        nc = nc + 1
+        commits[nc] = members[k]
+      end
     end
   end
-  if #commits > 0 then redis.call('ZREM', prepare, unpack(commits)) end
+  if nc > 0 then redis.call('ZREM', prepare, unpack(commits)) end
 end
 
 -- settle applies the outcomes. One applies only while prepare still holds the
@@ -174,13 +178,14 @@ local function settle()
   local members = {}
   for k = 0, n - 1 do members[k + 1] = ARGV[9 + 3 * k] end
   local cur = redis.call('ZMSCORE', prepare, unpack(members))
-  local commits = {}
+  local commits, nc = {}, 0
   for k = 0, n - 1 do
     local popped = ARGV[10 + 3 * k]
     if asPopped(cur[k + 1], popped) then
       local m, act = members[k + 1], ARGV[11 + 3 * k]
       if act == COMMIT then
-        commits[#commits + 1] = m
+        nc = nc + 1
+        commits[nc] = m
       else
         redis.call('ZREM', prepare, m)
         if act == ROLLBACK then
@@ -191,7 +196,7 @@ local function settle()
       end
     end
   end
-  if #commits > 0 then redis.call('ZREM', prepare, unpack(commits)) end
+  if nc > 0 then redis.call('ZREM', prepare, unpack(commits)) end
 end
 
 -- fence returns the owner record when the caller does not hold the slot, nil
@@ -293,7 +298,8 @@ end
 local function pop(out)
   local guarded = preparing > 0
   local popped, offset, budget = 0, 0, 4 * max + SCAN_SLACK
-  local padd = {}
+  -- Appends keep their own lengths: # searches the table each time.
+  local padd, np, no = {}, 0, #out
   while popped < max and budget > 0 do
     local want = max - popped
     -- items: member, score pairs; or members alone when all share score one
@@ -312,7 +318,7 @@ local function pop(out)
       local ms = items
       if not one then
         ms = {}
-        for k = 1, #items, 2 do ms[#ms + 1] = items[k] end
+        for k = 1, #items, 2 do ms[(k + 1) / 2] = items[k] end
       end
       held = redis.call('ZMSCORE', prepare, unpack(ms))
     end
@@ -322,12 +328,12 @@ local function pop(out)
       if held and held[(k + stride - 1) / stride] then
         skipped = skipped + 1
       else
-        padd[#padd + 1] = prepareScore(s)
-        padd[#padd + 1] = m
-        if guarded then taken[#taken + 1] = m end
-        out[#out + 1] = m
-        out[#out + 1] = s
         took = took + 1
+        padd[np + 1], padd[np + 2] = prepareScore(s), m
+        np = np + 2
+        if guarded then taken[took] = m end
+        out[no + 1], out[no + 2] = m, s
+        no = no + 2
       end
     end
     if took > 0 then
@@ -347,7 +353,7 @@ local function pop(out)
     if skipped == 0 or got < want then break end
     offset = offset + skipped
   end
-  if #padd > 0 then redis.call('ZADD', prepare, unpack(padd)) end
+  if np > 0 then redis.call('ZADD', prepare, unpack(padd)) end
   return popped, budget <= 0
 end
 
