@@ -33,7 +33,8 @@
 --                  "c" commit | "r" roll back (a retry after its wait, or dead) |
 --                  "s<score>" restore unprocessed, with the original store score;
 --                  or "=n": n commits of members popped with one prepare score,
---                  that score, then the n members (the usual outcome of a pop)
+--                  that score, then the n members in byte order (the usual
+--                  outcome of a pop)
 --
 -- Returns {now µs, next ms, member1, score1, member2, score2, ...} (now is 0 when
 -- the slot was found empty before reading the clock) where next is when
@@ -138,10 +139,21 @@ end
 -- (ARGV[10] on): it removes those prepare still holds with that score, read
 -- at once instead of a score per member, unless more than twice as many
 -- entries share the score. When the commits are all the entries of that
--- score (the usual case), it removes the score's range.
+-- score (the usual case), it removes the score's range. The members come in
+-- byte order, the order prepare keeps the entries of one score in, so that
+-- case shows in one pass of string comparisons (Lua compares its strings by
+-- reference), before any table is built.
 local function commitOnePop()
   local commits, nc = {}, 0 -- nc counts commits (cheaper than #commits)
   local held = redis.call('ZRANGEBYSCORE', prepare, oneScore, oneScore, 'LIMIT', 0, 2 * n + 1)
+  if #held == n then
+    local k = 1
+    while k <= n and held[k] == ARGV[9 + k] do k = k + 1 end
+    if k > n then
+      redis.call('ZREMRANGEBYSCORE', prepare, oneScore, oneScore)
+      return
+    end
+  end
   if #held <= 2 * n then
     local here = {}
     for k = 1, #held do here[held[k]] = true end

@@ -1,9 +1,11 @@
 package rdb
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -177,8 +179,15 @@ func cycleArgs(req *CycleRequest) []any {
 func appendOutcomes(args []any, outs []Outcome) []any {
 	if onePopCommits(outs) {
 		args = append(args, "="+strconv.Itoa(len(outs)), outs[0].prepare)
-		for _, o := range outs {
-			args = append(args, o.member)
+		ms := make([][]byte, len(outs))
+		for i, o := range outs {
+			ms[i] = o.member
+		}
+		// In byte order, as prepare keeps the entries of one score: the
+		// script then sees in one pass that they are all of them.
+		slices.SortFunc(ms, bytes.Compare)
+		for _, m := range ms {
+			args = append(args, m)
 		}
 		return args
 	}
