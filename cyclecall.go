@@ -27,33 +27,35 @@ type popCall struct {
 	err      error
 	recv     time.Time     // when the reply arrived
 	counted  bool          // err is a failure of its group already counted (popgroup.go)
-	done     chan struct{} // closed once res and err are set
+	done     chan struct{} // closed once res and err are set (shared by a group)
 	detached bool          // the thread stopped waiting (guarded by thread.mu)
 }
 
-// pop runs c's cycle. On a single node it waits for it (every slot shares
-// the node, so nothing could be served meanwhile); on a Cluster it runs the
-// call in a goroutine and waits at most softWait. It reports whether the
-// call finished; if not, the slot is busy until it does, and the thread
-// continues it from its inbox (finishPops).
-func (t *thread) pop(hard context.Context, c *popCall) bool {
+// pop runs the cycles of calls (one slot's, or a group's on one node:
+// popgroup.go). On a single node it waits for them (every slot shares the
+// node, so nothing could be served meanwhile); on a Cluster it runs them in
+// a goroutine and waits at most softWait. It reports whether they finished;
+// if not, their slots are busy until they do, and the thread continues each
+// from its inbox (finishPops).
+func (t *thread) pop(hard context.Context, calls []*popCall) bool {
 	if !t.sub.c.multiNode {
-		c.res, c.err = t.cycle(hard, c.s, c.req)
-		c.recv = time.Now()
+		t.runPops(hard, calls)
 		return true
 	}
-	c.done = make(chan struct{})
+	done := make(chan struct{})
+	for _, c := range calls {
+		c.done = done
+	}
 	go func() {
-		res, err := t.cycle(hard, c.s, c.req)
-		recv := time.Now()
+		t.runPops(hard, calls)
 		t.mu.Lock()
-		c.res, c.err, c.recv = res, err, recv
-		close(c.done)
-		if c.detached {
-			t.finished = append(t.finished, c)
+		close(done)
+		detached := calls[0].detached
+		if detached {
+			t.finished = append(t.finished, calls...)
 		}
 		t.mu.Unlock()
-		if c.detached {
+		if detached {
 			t.poke()
 		}
 	}()
@@ -63,7 +65,7 @@ func (t *thread) pop(hard context.Context, c *popCall) bool {
 		t.soft.Reset(softWait)
 	}
 	select {
-	case <-c.done:
+	case <-done:
 		t.soft.Stop()
 		return true
 	case <-t.soft.C:
@@ -71,13 +73,25 @@ func (t *thread) pop(hard context.Context, c *popCall) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	select {
-	case <-c.done:
+	case <-done:
 		return true
 	default:
 	}
-	c.detached = true
-	c.s.busy = c
+	for _, c := range calls {
+		c.detached = true
+		c.s.busy = c
+	}
 	return false
+}
+
+// afterPops continues the pops of calls, once back, whose slots the thread
+// still serves.
+func (t *thread) afterPops(hard context.Context, calls []*popCall) {
+	for _, c := range calls {
+		if t.slots[c.s.lease.Slot()] == c.s {
+			t.afterPop(hard, c)
+		}
+	}
 }
 
 // finishPops continues the pops that finished after the thread stopped

@@ -17,8 +17,9 @@ const MaxLookahead = 10 * time.Second
 // and hands each to the listener at its due time, by the Redis clock (never
 // early: the thread counts from when the pop's reply arrived). Punctual
 // traffic at low rates then costs a Redis call per d and slot instead of one
-// per message, and on a single node a thread's slots share the round trip:
-// a pop takes along the thread's slots due for a look within d/4. The
+// per message, and a thread's slots share the round trip: a pop takes along
+// the thread's slots (on a Cluster, those of the same master) due for a look
+// within d/4. The
 // commits of the messages delivered meanwhile go with the slot's next call,
 // at most d (or 250 ms, if more) later, and never more than a second or a
 // tenth of the consume timeout. A slot looks again a twentieth of d (at most

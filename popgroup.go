@@ -19,18 +19,18 @@ import (
 const groupShare = 4
 
 // groupCalls returns lead with the pops of the slots it takes along (see
-// groupShare), each admitted by the topic's flow control as serve would.
-// Groups form on a single node only: on a Cluster a thread's slots live on
-// several masters, and their pops run apart (cyclecall.go).
+// groupShare), each admitted by the topic's flow control as serve would. On
+// a Cluster a group holds the slots of the lead's master only.
 func (t *thread) groupCalls(lead *popCall) []*popCall {
 	calls := []*popCall{lead}
-	if t.sub.c.multiNode || lead.req.Ahead <= 0 {
+	if lead.req.Ahead <= 0 {
 		return calls
 	}
 	now := lead.sent
 	horizon := now.Add(t.sub.lookahead / groupShare)
+	node := t.sub.c.broker.Node(lead.s.keys)
 	for _, s := range t.order {
-		if s == lead.s || !t.joins(s, now, horizon) {
+		if s == lead.s || !t.joins(s, now, horizon) || t.sub.c.broker.Node(s.keys) != node {
 			continue
 		}
 		if t.sub.flow.paused.Load() {
@@ -66,9 +66,16 @@ func (t *thread) joins(s *slotState, now, horizon time.Time) bool {
 	return !held
 }
 
-// popGroup runs the pops of calls in one round trip and continues each. A
-// failure that every call shares counts once towards the node's backoff.
-func (t *thread) popGroup(hard context.Context, calls []*popCall) {
+// runPops runs the cycles of calls, one slot's alone and a group's in one
+// pipeline, and sets each call's result and when it arrived. A failure that
+// every call of a group shares counts once towards the node's backoff.
+func (t *thread) runPops(hard context.Context, calls []*popCall) {
+	if len(calls) == 1 {
+		c := calls[0]
+		c.res, c.err = t.cycle(hard, c.s, c.req)
+		c.recv = time.Now()
+		return
+	}
 	batch := make([]*rdb.SlotCycle, len(calls))
 	for i, c := range calls {
 		batch[i] = &rdb.SlotCycle{Keys: c.s.keys, Req: c.req}
@@ -94,11 +101,6 @@ func (t *thread) popGroup(hard context.Context, calls []*popCall) {
 			// counting from the last keeps each message's due time
 			// (recv + due − clock) never early, and no later than it must be.
 			c.res.NowUs = latest
-		}
-	}
-	for _, c := range calls {
-		if t.slots[c.s.lease.Slot()] == c.s {
-			t.afterPop(hard, c)
 		}
 	}
 }

@@ -330,12 +330,8 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 	}
 	call := &popCall{s: s, req: t.request(s, admitted), sent: sent, admitted: admitted, probe: probe}
 	call.req.Ahead = t.ahead(probe)
-	if calls := t.groupCalls(call); len(calls) > 1 {
-		t.popGroup(hard, calls)
-		return
-	}
-	if t.pop(hard, call) {
-		t.afterPop(hard, call)
+	if calls := t.groupCalls(call); t.pop(hard, calls) {
+		t.afterPops(hard, calls)
 	}
 }
 
