@@ -48,14 +48,16 @@ type countCompleter interface {
 // failed them all), each request completes with its ZADD's error, else with
 // WAIT's verdict.
 type ackGroup struct {
-	ack  ReplicaAck
-	reqs []Completer
-	errs []error
-	seen int
+	ack     ReplicaAck
+	reqs    []Completer
+	errs    []error
+	seen    int
+	settled chan struct{} // closed once WAIT answered (or its connection failed)
 }
 
 func newAckGroup(ack ReplicaAck, reqs []Completer) *ackGroup {
-	return &ackGroup{ack: ack, reqs: append([]Completer(nil), reqs...), errs: make([]error, len(reqs))}
+	return &ackGroup{ack: ack, reqs: append([]Completer(nil), reqs...), errs: make([]error, len(reqs)),
+		settled: make(chan struct{})}
 }
 
 // Complete implements Completer.
@@ -78,4 +80,5 @@ func (g *ackGroup) CompleteCount(n int64, err error) {
 			r.Complete(verdict)
 		}
 	}
+	close(g.settled)
 }

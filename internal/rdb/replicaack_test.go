@@ -1,12 +1,22 @@
 package rdb
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 // outcomes records what each request of a group learnt.
@@ -72,4 +82,49 @@ func TestParseInteger(t *testing.T) {
 		assert.Equal(t, tc.ok, ok, tc.in)
 		assert.Equal(t, tc.want, got, tc.in)
 	}
+}
+
+// With replicas to wait for and none answering, the send stream keeps one
+// WAIT in flight: a write waits until the one before it answered, and the
+// Sends that come meanwhile go together in the next. Sends that trickle in
+// then share a few WAITs and each learns its verdict within about two WAIT
+// timeouts; were every write's WAIT queued behind the others, each would
+// block in its turn, and the last Send would wait for all of them.
+func TestStreamKeepsOneWaitInFlight(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rc.Close()
+	ctx := context.Background()
+	const timeout = 100 * time.Millisecond
+	br := New(rc, NewKeyspace("ack"), WithReplicaAck(ReplicaAck{Replicas: 1, Timeout: timeout}))
+	defer br.Close(ctx)
+	// The first Send dials; then the counts start.
+	require.ErrorIs(t, br.Send(ctx, Entry{Key: "ack:k", Score: 1, Member: []byte("first")}), ErrNotReplicated)
+	require.NoError(t, rc.ConfigResetStat(ctx).Err())
+
+	const sends = 20
+	var wg sync.WaitGroup
+	var worst atomic.Int64
+	start := time.Now()
+	for i := range sends {
+		wg.Go(func() {
+			t0 := time.Now()
+			err := br.Send(ctx, Entry{Key: "ack:k", Score: 1, Member: fmt.Appendf(nil, "m%d", i)})
+			assert.ErrorIs(t, err, ErrNotReplicated)
+			took := int64(time.Since(t0))
+			for old := worst.Load(); took > old && !worst.CompareAndSwap(old, took); old = worst.Load() {
+			}
+		})
+		time.Sleep(10 * time.Millisecond)
+	}
+	span := time.Since(start)
+	wg.Wait()
+	info, err := rc.Info(ctx, "commandstats").Result()
+	require.NoError(t, err)
+	m := regexp.MustCompile(`cmdstat_wait:calls=(\d+)`).FindStringSubmatch(info)
+	require.NotNil(t, m, "no WAIT ran")
+	waits, _ := strconv.Atoi(m[1])
+	t.Logf("%d Sends over %v shared %d WAITs; the slowest took %v", sends, span, waits, time.Duration(worst.Load()))
+	assert.LessOrEqual(t, waits, int(span/timeout)+2, "WAITs queued behind one another")
+	assert.Less(t, time.Duration(worst.Load()), span+8*timeout, "a Send waited for the WAITs queued before it")
 }

@@ -53,6 +53,7 @@ type sendStream struct {
 	buf     []byte      // the encoding buffer
 	holding *heldWakes  // non-nil: wake-ups wait for company (sendcluster.go)
 	spin    int         // the reader's polls before parking (spinread.go)
+	lastAck *ackGroup   // the last write's wait for replicas (see writeCommands)
 }
 
 // newSendStream returns the stream of the node that client talks to, or nil
@@ -104,10 +105,21 @@ func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
 // WAIT answered), then PUBLISH for each publication (each completes pubDone),
 // on the current connection, dialling one if there is none. Every completer
 // is completed exactly once, whatever happens.
+//
+// A write that waits for replicas first waits until the previous one's WAIT
+// answered (within its timeout, or its connection's failure): Redis runs a
+// connection's commands in turn, so WAITs written behind a blocked one would
+// each block in their turn, and while no replica answers, every Send would
+// wait for all the WAITs queued before it, and go on waiting once a replica
+// is back. Meanwhile the Sends that come queue for the next write.
 func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Publication, pubDone Completer) {
 	all := append(s.all[:0], done...)
 	if s.ack.on() && len(done) > 0 {
+		if s.lastAck != nil {
+			<-s.lastAck.settled
+		}
 		g := newAckGroup(s.ack, done)
+		s.lastAck = g
 		all = all[:0]
 		for range len(done) + 1 { // each ZADD, then the WAIT
 			all = append(all, g)
