@@ -96,10 +96,12 @@ func (t *thread) runPops(hard context.Context, calls []*popCall) {
 	for i, c := range calls {
 		c.res, c.err, c.recv = batch[i].Res, batch[i].Err, recv
 		c.counted = i > 0 && c.err != nil && calls[0].err != nil
-		if c.res.NowUs > 0 {
+		if c.res.NowUs > 0 && !t.sub.c.multiNode {
 			// recv bounds when the last clock was read, not the earlier ones:
 			// counting from the last keeps each message's due time
 			// (recv + due − clock) never early, and no later than it must be.
+			// Not on a Cluster: a call redirected to another master read
+			// another clock, which may run ahead of this one's.
 			c.res.NowUs = latest
 		}
 	}
