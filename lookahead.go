@@ -19,12 +19,11 @@ const MaxLookahead = 10 * time.Second
 // traffic at low rates then costs a Redis call per d and slot instead of one
 // per message, and a thread's slots share the round trip: a pop takes along
 // the thread's slots (on a Cluster, those of the same master) due for a look
-// within d/4. The
-// commits of the messages delivered meanwhile go with the slot's next call,
-// at most d (or 250 ms, if more) later, and never more than a second or a
-// tenth of the consume timeout. A slot looks again a twentieth of d (at most
-// 10 ms) before its next message falls due, so that the message is held and
-// handed over on time rather than arriving with a reply.
+// within d/4. The commits of the messages delivered meanwhile go with the
+// slot's next call, at most d (or 250 ms, if more) later, and never more than
+// a second or a tenth of the consume timeout. A slot looks again a twentieth
+// of d (at most 10 ms) before its next message falls due, so that the message
+// is held and handed over on time rather than arriving with a reply.
 //
 // What changes for messages due within d: they are in flight (prepare) from
 // the pop on, so Producer.Cancel no longer finds them, a RangeMerge copy sent

@@ -82,3 +82,13 @@ func (g *ackGroup) CompleteCount(n int64, err error) {
 	}
 	close(g.settled)
 }
+
+// await waits until g's WAIT answered or its connection failed, at most d.
+func (g *ackGroup) await(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-g.settled:
+	case <-t.C:
+	}
+}

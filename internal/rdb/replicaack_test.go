@@ -71,6 +71,24 @@ func TestAckGroup(t *testing.T) {
 	assert.False(t, retryable(ack.outcome(0, nil)), "too few replicas is final")
 }
 
+// A write waits for the previous WAIT's answer at most the bound it is
+// given, and not at all once it answered.
+func TestAckGroupAwait(t *testing.T) {
+	g, _ := newGroupOf(1, ReplicaAck{Replicas: 1, Timeout: time.Millisecond})
+	start := time.Now()
+	g.await(30 * time.Millisecond)
+	assert.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond, "returned before its WAIT answered or the bound")
+	g.Complete(nil)
+	g.CompleteCount(1, nil)
+	done := make(chan struct{})
+	go func() { g.await(time.Hour); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("await blocked after the WAIT answered")
+	}
+}
+
 func TestParseInteger(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -107,7 +107,8 @@ func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
 // is completed exactly once, whatever happens.
 //
 // A write that waits for replicas first waits until the previous one's WAIT
-// answered (within its timeout, or its connection's failure): Redis runs a
+// answered (within its timeout, or its connection's failure; at most a second
+// past the timeout, should the server not answer): Redis runs a
 // connection's commands in turn, so WAITs written behind a blocked one would
 // each block in their turn, and while no replica answers, every Send would
 // wait for all the WAITs queued before it, and go on waiting once a replica
@@ -116,7 +117,7 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 	all := append(s.all[:0], done...)
 	if s.ack.on() && len(done) > 0 {
 		if s.lastAck != nil {
-			<-s.lastAck.settled
+			s.lastAck.await(s.ack.Timeout + time.Second)
 		}
 		g := newAckGroup(s.ack, done)
 		s.lastAck = g
