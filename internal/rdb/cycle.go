@@ -142,11 +142,17 @@ type CycleResult struct {
 // Cycle implements Broker.
 func (b *redisBroker) Cycle(ctx context.Context, keys SlotKeys, req *CycleRequest) (CycleResult, error) {
 	raw, err := cycleScript.Run(ctx, b.rdb, keys.cycleKeys(), cycleArgs(req)...).Slice()
+	return b.cycleResult(raw, err, req.Priority)
+}
+
+// cycleResult decodes a cycle call's reply, or returns its failure after
+// asking for a reload of a Cluster's slot map if the failure says it is stale.
+func (b *redisBroker) cycleResult(raw []any, err error, priority bool) (CycleResult, error) {
 	if err != nil {
 		b.topo.failed(err)
 		return CycleResult{}, err
 	}
-	return parseCycle(raw, req.Priority)
+	return parseCycle(raw, priority)
 }
 
 // cycleKeys are the KEYS of the cycle script on the slot.

@@ -34,14 +34,10 @@ func (b *redisBroker) Cycles(ctx context.Context, calls []*SlotCycle) {
 	})
 	for i, c := range calls {
 		raw, err := cmds[i].Slice()
-		switch {
-		case err != nil && redis.HasErrorPrefix(err, "NOSCRIPT"):
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			c.Res, c.Err = b.Cycle(ctx, c.Keys, c.Req)
-		case err != nil:
-			b.topo.failed(err)
-			c.Res, c.Err = CycleResult{}, err
-		default:
-			c.Res, c.Err = parseCycle(raw, c.Req.Priority)
+			continue
 		}
+		c.Res, c.Err = b.cycleResult(raw, err, c.Req.Priority)
 	}
 }
