@@ -58,6 +58,15 @@ local UNIFORM_MIN = 32      -- priority pops this large look for one shared scor
 local SCAN_SLACK = 256      -- pop reads at most 4 * max + this many held-back entries
 local CROWDED_LOOK_MS = 1000 -- many held-back entries: look again this soon
 local FENCED = -2           -- "next" when the caller does not hold the slot
+-- Before Redis 7.2, a ZADD that creates its key makes a listpack unless its
+-- first member is longer than zset-max-listpack-value (64 by default), and
+-- converts it to a skiplist past zset-max-listpack-entries (128): a large
+-- batch into an empty prepare paid for the listpack's inserts and the
+-- conversion. Such a batch goes in behind this member, which makes the
+-- skiplist at once, and which the same call removes again.
+local SKIPLIST_FIRST = string.rep('~', 1025)
+local SKIPLIST_FIRST_BELOW = 0x070200 -- servers from 7.2 size a new set by the ZADD
+local LISTPACK_ENTRIES = 128
 
 -- The flags of ARGV, named.
 local ORDER_DUE, ORDER_PRIORITY = 't', 'p'
@@ -303,6 +312,28 @@ local function readPriority(offset, want)
   return redis.call('ZREVRANGE', store, offset, last, 'WITHSCORES')
 end
 
+-- addPrepare adds the score, member pairs padd[3..last] to prepare. A
+-- skiplist inserts the entries of one score at least cost in descending
+-- member order, each then landing at the head of its score's run; priority
+-- pops come in that order, due pops in the reverse, so those go in reversed.
+-- With first, SKIPLIST_FIRST goes in first and out after.
+local function addPrepare(padd, last, first)
+  if order == ORDER_DUE then
+    local i, j = 3, last - 1
+    while i < j do
+      padd[i], padd[i + 1], padd[j], padd[j + 1] = padd[j], padd[j + 1], padd[i], padd[i + 1]
+      i, j = i + 2, j - 2
+    end
+  end
+  if not first then
+    redis.call('ZADD', prepare, unpack(padd, 3, last))
+    return
+  end
+  padd[1], padd[2] = 0, SKIPLIST_FIRST
+  redis.call('ZADD', prepare, unpack(padd, 1, last))
+  redis.call('ZREM', prepare, SKIPLIST_FIRST)
+end
+
 -- pop moves up to max due messages from store to prepare and appends them to
 -- out. A content whose earlier copy is still in prepare stays in store until
 -- that copy is settled, so one content is never in flight twice. It returns
@@ -310,8 +341,12 @@ end
 local function pop(out)
   local guarded = preparing > 0
   local popped, offset, budget = 0, 0, 4 * max + SCAN_SLACK
-  -- Appends keep their own lengths: # searches the table each time.
-  local padd, np, no = {}, 0, #out
+  -- Appends keep their own lengths: # searches the table each time. The
+  -- pairs for prepare start at padd[3]: [1] and [2] are kept for
+  -- SKIPLIST_FIRST.
+  local padd, np, no = {}, 2, #out
+  local skiplistFirst = (not guarded) and max > LISTPACK_ENTRIES and
+    (redis.REDIS_VERSION_NUM or 0) < SKIPLIST_FIRST_BELOW
   while popped < max and budget > 0 do
     local want = max - popped
     -- items: member, score pairs; or members alone when all share score one
@@ -341,6 +376,7 @@ local function pop(out)
         skipped = skipped + 1
       else
         took = took + 1
+        if m == SKIPLIST_FIRST then skiplistFirst = false end
         padd[np + 1], padd[np + 2] = prepareScore(s), m
         np = np + 2
         if guarded then taken[took] = m end
@@ -365,7 +401,7 @@ local function pop(out)
     if skipped == 0 or got < want then break end
     offset = offset + skipped
   end
-  if np > 0 then redis.call('ZADD', prepare, unpack(padd)) end
+  if popped > 0 then addPrepare(padd, np, skiplistFirst and popped > LISTPACK_ENTRIES) end
   return popped, budget <= 0
 end
 
