@@ -55,6 +55,7 @@ local PREPARE_SCALE = 1000  -- prepare score = pop second * 1000 + retries left
 local RETRY_SCALE = 32      -- retry score = due ms * 32 + retries left
 local SWEEP_LIMIT = 256     -- most timed-out or retry-due entries moved per call
 local UNIFORM_MIN = 32      -- priority pops this large look for one shared score
+local RUN_MIN = 32          -- ... or for runs of equal scores this long on average
 local SCAN_SLACK = 256      -- pop reads at most 4 * max + this many held-back entries
 local CROWDED_LOOK_MS = 1000 -- many held-back entries: look again this soon
 local FENCED = -2           -- "next" when the caller does not hold the slot
@@ -297,9 +298,33 @@ local function prepareScore(s)
   return p
 end
 
+-- readRuns returns the runs of equal scores in priority order from rank
+-- offset to rank last, whose scores are hi and lo (strings, hi ~= lo):
+-- {end1, score1, end2, score2, ...}, each end the rank after its run. It
+-- gives up (nil) once there are more runs than two plus one per RUN_MIN
+-- entries they cover.
+-- Each run costs two looks; a score read per entry costs Redis a formatting
+-- of the score, which a few long runs save.
+local function readRuns(offset, last, hi, lo)
+  local runs, nr, s = {}, 0, hi
+  while s ~= lo do
+    -- The ranks before stop hold the scores from s up.
+    local stop = redis.call('ZCOUNT', store, s, '+inf')
+    runs[nr + 1], runs[nr + 2] = stop, s
+    nr = nr + 2
+    if nr / 2 > 2 + (stop - offset) / RUN_MIN then return nil end
+    s = redis.call('ZREVRANGE', store, stop, stop, 'WITHSCORES')[2]
+    if not s then return nil end
+  end
+  runs[nr + 1], runs[nr + 2] = last + 1, lo
+  return runs
+end
+
 -- readPriority returns the want entries from rank offset in priority order:
 -- member, score pairs; or, when they all share one score, the members alone
--- and that score (two looks cost less than formatting many equal scores).
+-- and that score (two looks cost less than formatting many equal scores);
+-- or, when they fall into a few runs of equal scores, the members alone, nil
+-- and the runs (see readRuns).
 local function readPriority(offset, want)
   local last = offset + want - 1
   if want >= UNIFORM_MIN then
@@ -308,6 +333,8 @@ local function readPriority(offset, want)
     local lo = redis.call('ZREVRANGE', store, last, last, 'WITHSCORES')
     if not lo[2] then lo = redis.call('ZRANGE', store, 0, 0, 'WITHSCORES') end
     if lo[2] == hi[2] then return redis.call('ZREVRANGE', store, offset, last), hi[2] end
+    local runs = readRuns(offset, last, hi[2], lo[2])
+    if runs then return redis.call('ZREVRANGE', store, offset, last), nil, runs end
   end
   return redis.call('ZREVRANGE', store, offset, last, 'WITHSCORES')
 end
@@ -349,29 +376,36 @@ local function pop(out)
     (redis.REDIS_VERSION_NUM or 0) < SKIPLIST_FIRST_BELOW
   while popped < max and budget > 0 do
     local want = max - popped
-    -- items: member, score pairs; or members alone when all share score one
-    local items, one
+    -- items: member, score pairs; or members alone when all share score
+    -- one, or with their scores in runs (see readRuns)
+    local items, one, runs
     if order == ORDER_PRIORITY then
-      items, one = readPriority(offset, want)
+      items, one, runs = readPriority(offset, want)
     else
       items = redis.call('ZRANGEBYSCORE', store, '-inf', nowMs + ahead, 'WITHSCORES', 'LIMIT', offset, want)
     end
-    local stride = one and 1 or 2
+    local stride = (one or runs) and 1 or 2
     local got = #items / stride
     if got == 0 then break end
     budget = budget - got
     local held
     if guarded then
       local ms = items
-      if not one then
+      if stride == 2 then
         ms = {}
         for k = 1, #items, 2 do ms[(k + 1) / 2] = items[k] end
       end
       held = redis.call('ZMSCORE', prepare, unpack(ms))
     end
-    local taken, took, skipped = {}, 0, 0
+    local taken, took, skipped, ri = {}, 0, 0, 1
     for k = 1, #items, stride do
-      local m, s = items[k], one or items[k + 1]
+      local m, s = items[k], one
+      if runs then
+        while offset + k > runs[ri] do ri = ri + 2 end -- rank offset + k - 1
+        s = runs[ri + 1]
+      elseif not s then
+        s = items[k + 1]
+      end
       if held and held[(k + stride - 1) / stride] then
         skipped = skipped + 1
       else

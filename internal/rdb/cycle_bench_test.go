@@ -18,10 +18,11 @@ import (
 // each call popping a batch into prepare and committing the previous one, as
 // a consumer does. It reports the time per message from the client and, from
 // the server's INFO cpu, Redis CPU per message. Sub-benchmarks: priorities
-// 17..1016 (as the bench sends them), one priority, and due times.
+// 17..1016 (as the bench sends them), one priority, four priorities per
+// batch (runs of 250), and due times.
 func BenchmarkCycleDrain(b *testing.B) {
 	const batch = 1000
-	for _, kind := range []string{"priorities", "one-priority", "due-times"} {
+	for _, kind := range []string{"priorities", "one-priority", "four-priorities", "due-times"} {
 		b.Run(kind, func(b *testing.B) {
 			be := testenv.Single(b)
 			ks := NewKeyspace(testenv.Namespace(b, be))
@@ -35,6 +36,8 @@ func BenchmarkCycleDrain(b *testing.B) {
 					switch kind {
 					case "one-priority":
 						score = 500
+					case "four-priorities": // batch n's four levels pop first
+						score = float64(17 + 4*n + i/250)
 					case "due-times":
 						score = float64(due + int64(n*batch+i))
 					}
