@@ -66,7 +66,7 @@ local FENCED = -2           -- "next" when the caller does not hold the slot
 -- conversion. Such a batch goes in behind this member, which makes the
 -- skiplist at once, and which the same call removes again.
 local SKIPLIST_FIRST = string.rep('~', 1025)
-local SKIPLIST_FIRST_BELOW = 0x070200 -- servers from 7.2 size a new set by the ZADD
+local SKIPLIST_FIRST_BELOW = 0x070200 -- from 7.2 a ZADD of many makes a skiplist (redis#12185)
 local LISTPACK_ENTRIES = 128
 
 -- The flags of ARGV, named.
