@@ -179,8 +179,12 @@ func WithSendStream(on bool) Option {
 // it, an acknowledged Send survives a failover to a replica that
 // acknowledged it. Default: no wait (a Send returns once the master stored
 // the message). replicas at least 1; timeout 1ms..1m, and below the go-redis
-// client's ReadTimeout so that the wait is not taken for a silent server. See
-// the README's Failover section for its cost.
+// client's ReadTimeout so that the wait is not taken for a silent server.
+// A server with nothing else to do notices that a WAIT timed out at its next
+// periodic wake-up (10 a second by default, the hz setting), so a wait that
+// finds too few replicas may take up to about 100 ms past timeout (measured on
+// Redis 7.0: a 100 ms timeout took up to 200 ms).
+// See the README's Failover section for its cost.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return func(c *config) {
 		if replicas < 1 {
