@@ -15,7 +15,7 @@ import (
 
 // skiplistFirst is the member cycle.lua puts before a large batch into an
 // empty prepare (its SKIPLIST_FIRST).
-var skiplistFirst = strings.Repeat("~", 1025)
+var skiplistFirst = strings.Repeat("~", 1056)
 
 // A pop of more entries than a listpack holds, into an empty prepare, must
 // leave prepare holding exactly the popped entries with the scores the pop
