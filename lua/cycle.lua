@@ -65,8 +65,8 @@ local FENCED = -2           -- "next" when the caller does not hold the slot
 -- batch into an empty prepare paid for the listpack's inserts and the
 -- conversion. Such a batch goes in behind a member of 1,056 bytes ('~' 33
 -- times this unit), which makes the skiplist at once, and which the same call
--- removes again. It is made only for such a batch: made on every call, it
--- cost the small pops of punctual traffic 8 % of their time.
+-- removes again. It is made only for such a batch: the small pops of
+-- punctual traffic cannot spare the time to make it.
 local SKIPLIST_FIRST_UNIT, SKIPLIST_FIRST_UNITS = '~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~', 33
 local SKIPLIST_FIRST_BELOW = 0x070200 -- from 7.2 a ZADD of many makes a skiplist (redis#12185)
 local LISTPACK_ENTRIES = 128
