@@ -29,8 +29,8 @@ const flushEvery = 100 * time.Millisecond
 func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult, sent time.Time) {
 	c := t.sub.c
 	restoreAfter := sent.Add(c.cfg.consumeTimeout / 2)
-	ctx, cancel := context.WithDeadline(s.ctx, sent.Add(c.cfg.consumeTimeout))
-	defer cancel()
+	ctx := newBatchCtx(s.ctx, sent.Add(c.cfg.consumeTimeout))
+	defer ctx.end()
 	flushed := time.Now()
 	tm := t.sub.topic.metrics.shard(t.index)
 	for i := range res.Deliveries {

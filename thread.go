@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/alarm"
 	"github.com/rmq-go/rmq/internal/backoff"
 	"github.com/rmq-go/rmq/internal/rdb"
 	"github.com/rmq-go/rmq/internal/wait"
@@ -27,7 +28,7 @@ type thread struct {
 	wakes    map[int]int64 // slot → earliest announced due time, Unix ms
 	finished []*popCall    // pops that finished after the thread stopped waiting
 	swept    *sweepAnswer  // the answer of a sweep that ran in a goroutine
-	signal   chan struct{} // capacity 1: "look at the inbox"
+	alarm    *alarm.Alarm  // the thread's sleep; Wake: "look at the inbox"
 
 	// Owned by the thread's goroutine.
 	slots    map[int]*slotState
@@ -56,16 +57,11 @@ type slotState struct {
 }
 
 func newThread(s *subscription, index int) *thread {
-	return &thread{sub: s, index: index, signal: make(chan struct{}, 1), slots: make(map[int]*slotState)}
+	return &thread{sub: s, index: index, alarm: alarm.New(), slots: make(map[int]*slotState)}
 }
 
 // poke makes the thread look at its inbox.
-func (t *thread) poke() {
-	select {
-	case t.signal <- struct{}{}:
-	default:
-	}
-}
+func (t *thread) poke() { t.alarm.Wake() }
 
 // assign queues a new lease for the thread.
 func (t *thread) assign(l *coordinator.Lease) {
@@ -98,8 +94,16 @@ func (t *thread) wake(slot int, dueMs int64) {
 
 // run serves slots until quit is closed; then it releases what it still holds.
 func (t *thread) run(hard context.Context, quit <-chan struct{}) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	defer t.alarm.Close()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-quit:
+			t.poke()
+		case <-done:
+		}
+	}()
 	var last *slotState // the slot served last, whose outcomes may still be pending
 	for {
 		t.absorb(hard)
@@ -124,12 +128,7 @@ func (t *thread) run(hard context.Context, quit <-chan struct{}) {
 		}
 		last = s
 		if s == nil {
-			timer.Reset(wait)
-			select {
-			case <-t.signal:
-			case <-timer.C:
-			case <-quit:
-			}
+			t.alarm.Sleep(wait)
 			continue
 		}
 		t.serve(hard, s)
