@@ -37,8 +37,10 @@ type subConfig struct {
 
 // WithThreads sets how many goroutines of this process consume the topic.
 // Each slot is consumed by one thread at a time and each thread handles one
-// message at a time, so threads bound the topic's concurrency here. Default
-// 1; at most MaxSlotAmount.
+// message at a time, so threads bound the topic's concurrency here. On Linux
+// each thread holds a file descriptor (a timerfd, its sleep) while the client
+// runs; without one to spare it sleeps on a runtime timer. Default 1; at most
+// MaxSlotAmount.
 func WithThreads(n int) SubscribeOption {
 	return func(c *subConfig) {
 		if n < 1 || n > MaxSlotAmount {
