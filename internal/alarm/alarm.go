@@ -10,8 +10,8 @@
 // so it wakes twice and ends up to 1 ms late), and the timer makes the
 // goroutine runnable from inside the scheduler, which wakes a second thread
 // to look for work. BenchmarkPacedWakes (16 goroutines sharing wakes 2 ms
-// apart, 2 cores): 1.03 context switches per wake instead of 3.2, 45-55 µs
-// of CPU instead of 67-82, and 55-66 µs median lateness instead of 570.
+// apart, 2 cores): 1.02 context switches per wake instead of 3.2, 41-51 µs
+// of CPU instead of 75-79, and 51-74 µs median lateness instead of 555-580.
 //
 // Elsewhere, or when no timerfd can be had, the alarm is a runtime timer and
 // a channel.

@@ -64,15 +64,12 @@ func (t *timerFD) sleep(d time.Duration, woken *atomic.Bool) bool {
 	}
 	var buf [8]byte
 	var readErr syscall.Errno
-	first := true
+	// Read before waiting, even though the timer was armed just now: Read
+	// clears what the poller has seen of the descriptor before it calls us,
+	// so an expiry (or a ring) the poller collected since the arming would
+	// be waited for in vain: the descriptor stays readable and no new edge
+	// comes (TestShortSleepsAllEnd).
 	err := t.rc.Read(func(fd uintptr) bool {
-		if first {
-			// Armed just now, it has not expired: wait in the poller at once
-			// rather than read in vain (a readiness left from an earlier
-			// ring brings us back here at once, to read).
-			first = false
-			return false
-		}
 		for {
 			_, _, readErr = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 			if readErr != syscall.EINTR {
