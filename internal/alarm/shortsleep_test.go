@@ -18,32 +18,31 @@ func TestShortSleepsAllEnd(t *testing.T) {
 		defer a.Close()
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		for range 3 {
+		// untilStopped runs f over and over in a goroutine until stop closes.
+		untilStopped := func(f func()) {
 			wg.Go(func() {
 				for {
 					select {
 					case <-stop:
 						return
 					default:
-						runtime.Gosched()
-						time.Sleep(time.Microsecond)
+						f()
 					}
 				}
 			})
 		}
+		for range 3 {
+			untilStopped(func() {
+				runtime.Gosched()
+				time.Sleep(time.Microsecond)
+			})
+		}
 		var waking atomic.Bool
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					if waking.Load() {
-						a.Wake()
-					}
-					time.Sleep(50 * time.Microsecond)
-				}
+		untilStopped(func() {
+			if waking.Load() {
+				a.Wake()
 			}
+			time.Sleep(50 * time.Microsecond)
 		})
 		defer func() {
 			close(stop)
