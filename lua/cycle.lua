@@ -39,7 +39,8 @@
 -- Returns {now µs, next ms, member1, score1, member2, score2, ...} (now is 0 when
 -- the slot was found empty before reading the clock) where next is when
 -- something in this slot next becomes due (a future store score, a retry, a
--- prepare timeout), -1 for never, now when the batch came back full, or -2 when
+-- prepare timeout), -1 for never, now when the batch came back full or a
+-- content was left for the next call (see pop), or -2 when
 -- the caller does not hold the slot: then the third element is the owner
 -- record ("" for none), and nothing was settled or popped. Each popped
 -- member went to prepare with score second * 1000 + retries left, retries
@@ -147,6 +148,29 @@ local function asPopped(held, popped)
   return held == popped or tonumber(held) == tonumber(popped)
 end
 
+-- Members this call commits (applied or not) with a prepare score this
+-- call's pop could write again: popped in this second, or ahead of a due
+-- time not yet past. The pop leaves them in store until a later call (see
+-- pop). nil when there are none.
+local committing
+
+-- mayRecur reports whether a prepare score (a string) is one this call's pop
+-- could write: its second is not before now's.
+local function mayRecur(score)
+  return tonumber(score) >= nowSec * PREPARE_SCALE
+end
+
+-- noteOnePop fills committing with the commits of ARGV[10] on, popped with
+-- oneScore, when the pop could write that score again. (A lookup per
+-- commit in store, even in one ZINTER, costs more than this table: the
+-- store's entries are cold.)
+local function noteOnePop()
+  if max <= 0 or not mayRecur(oneScore) then return end
+  local c, argv = {}, ARGV
+  for k = 10, 9 + n do c[argv[k]] = true end
+  committing = c
+end
+
 -- commitOnePop settles n commits of members popped with one prepare score
 -- (ARGV[10] on): it removes those prepare still holds with that score, read
 -- at once instead of a score per member, unless more than twice as many
@@ -156,6 +180,7 @@ end
 -- case shows in one pass of string comparisons (Lua compares its strings by
 -- reference), before any table is built.
 local function commitOnePop()
+  noteOnePop()
   local commits, nc = {}, 0 -- nc counts commits (cheaper than #commits)
   local held = redis.call('ZRANGEBYSCORE', prepare, oneScore, oneScore, 'LIMIT', 0, 2 * n + 1)
   if #held == n then
@@ -197,6 +222,7 @@ end
 
 -- settle applies the outcomes. One applies only while prepare still holds the
 -- entry exactly as popped: a late commit never touches a later delivery.
+-- The pop of the same call must not write that entry again (see pop).
 local function settle()
   if oneScore then return commitOnePop() end
   local members = {}
@@ -204,9 +230,13 @@ local function settle()
   local cur = redis.call('ZMSCORE', prepare, unpack(members))
   local commits, nc = {}, 0
   for k = 0, n - 1 do
-    local popped = ARGV[10 + 3 * k]
+    local popped, act = ARGV[10 + 3 * k], ARGV[11 + 3 * k]
+    if act == COMMIT and max > 0 and mayRecur(popped) then
+      committing = committing or {}
+      committing[members[k + 1]] = true
+    end
     if asPopped(cur[k + 1], popped) then
-      local m, act = members[k + 1], ARGV[11 + 3 * k]
+      local m = members[k + 1]
       if act == COMMIT then
         nc = nc + 1
         commits[nc] = m
@@ -361,10 +391,15 @@ end
 
 -- pop moves up to max due messages from store to prepare and appends them to
 -- out. A content whose earlier copy is still in prepare stays in store until
--- that copy is settled, so one content is never in flight twice. It returns
--- how many it popped and whether it gave up on many held-back entries.
+-- that copy is settled, so one content is never in flight twice. Nor does it
+-- take a content this call commits with a score it could write again: were
+-- this call's reply lost, the caller would send that commit again, and it
+-- would remove the new delivery it never saw. It returns how many it popped,
+-- whether it gave up on many held-back entries, and whether it left a
+-- committed content for a later call.
 local function pop(out)
   local guarded = preparing > 0
+  local deferred = false
   local popped, offset, budget = 0, 0, 4 * max + SCAN_SLACK
   -- Appends keep their own lengths: # searches the table each time.
   local padd, np, no = {}, 0, #out
@@ -393,7 +428,7 @@ local function pop(out)
       end
       held = redis.call('ZMSCORE', prepare, unpack(ms))
     end
-    local taken, took, skipped, ri = {}, 0, 0, 1
+    local took, skipped, ri, npFrom = 0, 0, 1, np
     for k = 1, #items, stride do
       local m, s = items[k], one
       if runs then
@@ -404,12 +439,13 @@ local function pop(out)
       end
       if held and held[(k + stride - 1) / stride] then
         skipped = skipped + 1
+      elseif committing and committing[m] then
+        skipped, deferred = skipped + 1, true
       else
         took = took + 1
         if #m == firstLen then firstFits = false end -- it might be that member
         padd[np + 1], padd[np + 2] = prepareScore(s), m
         np = np + 2
-        if guarded then taken[took] = m end
         out[no + 1], out[no + 2] = m, s
         no = no + 2
       end
@@ -424,6 +460,8 @@ local function pop(out)
           redis.call('ZREMRANGEBYRANK', store, 0, took - 1)
         end
       else
+        local taken = {} -- this round's members in padd
+        for i = npFrom + 2, np, 2 do taken[(i - npFrom) / 2] = padd[i] end
         redis.call('ZREM', store, unpack(taken))
       end
     end
@@ -434,7 +472,7 @@ local function pop(out)
   local first
   if firstFits and popped > LISTPACK_ENTRIES then first = string.rep(SKIPLIST_FIRST_UNIT, SKIPLIST_FIRST_UNITS) end
   if popped > 0 then addPrepare(padd, np, first) end
-  return popped, budget <= 0
+  return popped, budget <= 0, deferred
 end
 
 -- nextDue returns when the slot next needs a look: the earliest future store
@@ -470,8 +508,8 @@ retrying = redis.call('ZCARD', retry)
 if preparing > 0 then reclaim() end
 if retrying > 0 then promote() end
 local out = {nowUs, -1}
-local popped, crowded = pop(out)
-if popped >= max then
+local popped, crowded, deferred = pop(out)
+if popped >= max or deferred then
   out[2] = nowMs
 else
   out[2] = nextDue(crowded, popped)
