@@ -1,0 +1,92 @@
+package rmq_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// lostReply lets the first cycle call that carries outcomes after it is
+// armed run in Redis, then tells its caller the connection broke before the
+// reply came: the call ran, and the caller cannot know it.
+type lostReply struct {
+	armed atomic.Bool
+	lost  atomic.Int64
+}
+
+func (h *lostReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		// evalsha, sha, 5, five keys, ARGV[1..7], then ARGV[8]: the outcomes.
+		args := cmd.Args()
+		if cmd.Name() != "evalsha" || len(args) < 16 || args[1] != cycleSHA || fmt.Sprint(args[15]) == "0" ||
+			!h.armed.CompareAndSwap(true, false) {
+			return next(ctx, cmd)
+		}
+		if err := next(ctx, cmd); err != nil {
+			return err
+		}
+		h.lost.Add(1)
+		cmd.SetErr(io.ErrUnexpectedEOF)
+		return io.ErrUnexpectedEOF
+	}
+}
+
+// A content sent again while its first copy is being processed waits in
+// store; the call that commits the first copy may pop it. When that call's
+// reply is lost, the consumer sends the commit again: the new copy must still
+// be delivered, not removed by the repeated commit.
+func TestNewerCopySurvivesACommitRepeatedAfterALostReply(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		h := &lostReply{}
+		b.Redis.AddHook(h)
+		c := newClient(t, b)
+		define(t, c, "lost", 1, rmq.Priority)
+		r := newRecorder()
+		r.fail = func(m *rmq.Message) error {
+			if m.Priority != 100 {
+				return nil
+			}
+			// The first copy: send it again, and lose the reply of the
+			// call that commits this one.
+			h.armed.Store(true)
+			return c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "lost", Content: m.Content, Priority: 200})
+		}
+		require.NoError(t, c.Subscribe("lost", r, rmq.WithThreads(1)))
+		run(t, c)
+		// Each round loses a reply; the loss needs the commit and the new
+		// copy's pop in one second, which most rounds see.
+		const rounds = 4
+		for i := range rounds {
+			content := fmt.Sprintf("m%d", i)
+			require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "lost", Content: []byte(content), Priority: 100}))
+			calls := r.waitCalls(t, 2*(i+1), 15*time.Second)
+			got := calls[2*i:]
+			for k, want := range []int64{100, 200} {
+				assert.Equal(t, content, got[k].content)
+				assert.Equal(t, want, got[k].msg.Priority)
+			}
+		}
+		assert.Equal(t, int64(rounds), h.lost.Load(), "a reply lost in every round")
+		eventually(t, 5*time.Second, "every outcome settled", func() bool {
+			st := stats(t, c, "lost")
+			return st.Prepare == 0 && st.Store == 0
+		})
+		time.Sleep(200 * time.Millisecond)
+		assert.Len(t, r.snapshot(), 2*rounds, "no further delivery")
+	})
+}
