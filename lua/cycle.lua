@@ -394,9 +394,10 @@ end
 -- that copy is settled, so one content is never in flight twice. Nor does it
 -- take a content this call commits with a score it could write again: were
 -- this call's reply lost, the caller would send that commit again, and it
--- would remove the new delivery it never saw. It returns how many it popped,
--- whether it gave up on many held-back entries, and whether it left a
--- committed content for a later call.
+-- would remove the new delivery it never saw. It stops before such a content
+-- (a later call, which does not carry the commit, goes on from it, so the
+-- pop order holds). It returns how many it popped, whether it gave up on
+-- many held-back entries, and whether it stopped so.
 local function pop(out)
   local guarded = preparing > 0
   local deferred = false
@@ -440,7 +441,8 @@ local function pop(out)
       if held and held[(k + stride - 1) / stride] then
         skipped = skipped + 1
       elseif committing and committing[m] then
-        skipped, deferred = skipped + 1, true
+        deferred = true -- and the ones after it, to keep the pop order
+        break
       else
         took = took + 1
         if #m == firstLen then firstFits = false end -- it might be that member
@@ -466,7 +468,7 @@ local function pop(out)
       end
     end
     popped = popped + took
-    if skipped == 0 or got < want then break end
+    if deferred or skipped == 0 or got < want then break end
     offset = offset + skipped
   end
   local first
