@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,51 +49,93 @@ func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // A content sent again while its first copy is being processed waits in
 // store; the call that commits the first copy may pop it. When that call's
 // reply is lost, the consumer sends the commit again: the new copy must still
-// be delivered, not removed by the repeated commit.
+// be delivered, not removed by the repeated commit. On a Priority topic and
+// on a FixedTime topic read ahead (WithLookahead), where the new copy is due
+// a few milliseconds later.
 func TestNewerCopySurvivesACommitRepeatedAfterALostReply(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
-		ctx := context.Background()
-		h := &lostReply{}
-		b.Redis.AddHook(h)
-		// A lost call that falls in the next second pops the new copy (its
-		// score differs); it comes back through the consume timeout, as a
-		// retry: short here.
-		c := newClient(t, b, rmq.WithConsumeTimeout(time.Second),
-			rmq.WithRetryBackoff(func(int) time.Duration { return 0 }))
-		define(t, c, "lost", 1, rmq.Priority)
-		r := newRecorder()
-		r.fail = func(m *rmq.Message) error {
-			if m.Priority != 100 {
-				return nil
-			}
-			// The first copy: send it again, and lose the reply of the
-			// call that commits this one.
-			h.armed.Store(true)
-			return c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "lost", Content: m.Content, Priority: 200})
-		}
-		require.NoError(t, c.Subscribe("lost", r, rmq.WithThreads(1)))
-		run(t, c)
-		// Each round loses a reply; the loss needs the commit and the new
-		// copy's pop in one second, which most rounds see.
-		const rounds = 4
-		for i := range rounds {
-			content := fmt.Sprintf("m%d", i)
-			require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "lost", Content: []byte(content), Priority: 100}))
-			calls := r.waitCalls(t, 2*(i+1), 15*time.Second)
-			first, again := calls[2*i], calls[2*i+1]
-			assert.Equal(t, content, first.content)
-			assert.Equal(t, int64(100), first.msg.Priority)
-			assert.Equal(t, content, again.content)
-			if again.msg.Priority != 200 {
-				assert.Equal(t, 2, again.msg.Attempt, "not the new copy, nor it back from the timeout")
-			}
-		}
-		assert.Equal(t, int64(rounds), h.lost.Load(), "a reply lost in every round")
-		eventually(t, 5*time.Second, "every outcome settled", func() bool {
-			st := stats(t, c, "lost")
-			return st.Prepare == 0 && st.Store == 0
-		})
-		time.Sleep(200 * time.Millisecond)
-		assert.Len(t, r.snapshot(), 2*rounds, "no further delivery")
+		t.Run("priority", func(t *testing.T) { newerCopySurvives(t, b, false) })
+		t.Run("fixed time, lookahead", func(t *testing.T) { newerCopySurvives(t, b, true) })
 	})
+}
+
+func newerCopySurvives(t *testing.T, b testenv.Backend, fixed bool) {
+	ctx := context.Background()
+	h := &lostReply{}
+	b.Redis.AddHook(h)
+	// A lost call that falls in the next second pops the new copy (its
+	// score differs); it comes back through the consume timeout, as a
+	// retry: short here.
+	c := newClient(t, b, rmq.WithConsumeTimeout(time.Second),
+		rmq.WithRetryBackoff(func(int) time.Duration { return 0 }))
+	typ, opts := rmq.Priority, []rmq.SubscribeOption{rmq.WithThreads(1)}
+	if fixed {
+		typ, opts = rmq.FixedTime, append(opts, rmq.WithLookahead(time.Second))
+	}
+	define(t, c, "lost", 1, typ)
+	// message returns content's first copy (again false) or its new one.
+	var mu sync.Mutex
+	dueAgain := map[string]time.Time{}
+	message := func(content string, again bool) rmq.OutgoingMessage {
+		if !fixed {
+			priority := int64(100)
+			if again {
+				priority = 200
+			}
+			return rmq.PriorityMessage{Topic: "lost", Content: []byte(content), Priority: priority}
+		}
+		due := time.Now().Add(100 * time.Millisecond)
+		if again {
+			due = time.Now().Add(5 * time.Millisecond) // due at once, in the same second mostly
+			mu.Lock()
+			dueAgain[content] = due
+			mu.Unlock()
+		}
+		return rmq.FixedTimeMessage{Topic: "lost", Content: []byte(content), FixedTime: due}
+	}
+	resent := map[string]bool{}
+	r := newRecorder()
+	r.fail = func(m *rmq.Message) error {
+		mu.Lock()
+		first := !resent[string(m.Content)]
+		resent[string(m.Content)] = true
+		mu.Unlock()
+		if !first {
+			return nil
+		}
+		// The first copy: send it again, and lose the reply of the call
+		// that commits this one.
+		h.armed.Store(true)
+		return c.Producer().Send(ctx, message(string(m.Content), true))
+	}
+	require.NoError(t, c.Subscribe("lost", r, opts...))
+	run(t, c)
+	// Each round loses a reply; the loss needs the commit and the new copy's
+	// pop in one second, which most rounds see.
+	const rounds = 4
+	for i := range rounds {
+		content := fmt.Sprintf("m%d", i)
+		require.NoError(t, c.Producer().Send(ctx, message(content, false)))
+		calls := r.waitCalls(t, 2*(i+1), 15*time.Second)
+		first, again := calls[2*i], calls[2*i+1]
+		assert.Equal(t, content, first.content)
+		assert.Equal(t, 1, first.msg.Attempt)
+		assert.Equal(t, content, again.content)
+		newCopy := again.msg.Priority == 200
+		if fixed {
+			mu.Lock()
+			newCopy = again.msg.Due.Sub(dueAgain[content]).Abs() <= time.Millisecond
+			mu.Unlock()
+		}
+		if !newCopy {
+			assert.Equal(t, 2, again.msg.Attempt, "not the new copy, nor it back from the timeout")
+		}
+	}
+	assert.Equal(t, int64(rounds), h.lost.Load(), "a reply lost in every round")
+	eventually(t, 5*time.Second, "every outcome settled", func() bool {
+		st := stats(t, c, "lost")
+		return st.Prepare == 0 && st.Store == 0
+	})
+	time.Sleep(200 * time.Millisecond)
+	assert.Len(t, r.snapshot(), 2*rounds, "no further delivery")
 }
