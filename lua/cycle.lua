@@ -155,9 +155,9 @@ end
 local committing
 
 -- mayRecur reports whether a prepare score (a string) is one this call's pop
--- could write: its second is not before now's.
+-- could write: the call pops, and the score's second is not before now's.
 local function mayRecur(score)
-  return tonumber(score) >= nowSec * PREPARE_SCALE
+  return max > 0 and tonumber(score) >= nowSec * PREPARE_SCALE
 end
 
 -- noteOnePop fills committing with the commits of ARGV[10] on, popped with
@@ -165,7 +165,7 @@ end
 -- commit in store, even in one ZINTER, costs more than this table: the
 -- store's entries are cold.)
 local function noteOnePop()
-  if max <= 0 or not mayRecur(oneScore) then return end
+  if not mayRecur(oneScore) then return end
   local c, argv = {}, ARGV
   for k = 10, 9 + n do c[argv[k]] = true end
   committing = c
@@ -231,7 +231,7 @@ local function settle()
   local commits, nc = {}, 0
   for k = 0, n - 1 do
     local popped, act = ARGV[10 + 3 * k], ARGV[11 + 3 * k]
-    if act == COMMIT and max > 0 and mayRecur(popped) then
+    if act == COMMIT and mayRecur(popped) then
       committing = committing or {}
       committing[members[k + 1]] = true
     end
