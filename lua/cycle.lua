@@ -37,7 +37,11 @@
 --                  outcome of a pop)
 --
 -- Returns {now µs, next ms, member1, score1, member2, score2, ...} (now is 0 when
--- the slot was found empty before reading the clock) where next is when
+-- the slot was found empty before reading the clock), or, when the popped
+-- members' store scores come in runs of equal scores (one priority, a few),
+-- the shorter {now µs, next ms, r, length1, score1, ..., length_r, score_r,
+-- member1, member2, ...}: r runs (an integer where the other form has a
+-- member), each its number of members, in pop order, and their score. next is when
 -- something in this slot next becomes due (a future store score, a retry, a
 -- prepare timeout), -1 for never, now when the batch came back full or a
 -- content was left for the next call (see pop), or -2 when
@@ -305,6 +309,10 @@ local function promote()
   end
 end
 
+-- The runs of equal store scores among the popped, in pop order: where each
+-- starts (its member's index among the popped) and its score (see asRuns).
+local runStarts, runScores, nruns, runScore = {}, {}, 0, nil
+
 -- prepareScores caches, per retries left, the prepare score of this call.
 local prepareScores = {}
 
@@ -450,6 +458,10 @@ local function pop(out)
         np = np + 2
         out[no + 1], out[no + 2] = m, s
         no = no + 2
+        if s ~= runScore then -- equal scores are one string: a reference compare
+          nruns, runScore = nruns + 1, s
+          runStarts[nruns], runScores[nruns] = no / 2 - 1, s -- out[no - 1] is member no / 2 - 1
+        end
       end
     end
     if took > 0 then
@@ -501,6 +513,22 @@ local function nextDue(crowded, popped)
   return nxt
 end
 
+-- asRuns returns the reply out of a call that popped n members in its run
+-- form (see the header): each score once per run instead of once per member,
+-- which Redis and the caller then convert that much less often.
+local function asRuns(out, n)
+  local r, nr = {out[1], out[2], nruns}, 3
+  for i = 1, nruns do
+    r[nr + 1], r[nr + 2] = (runStarts[i + 1] or n + 1) - runStarts[i], runScores[i]
+    nr = nr + 2
+  end
+  for i = 3, 1 + 2 * n, 2 do
+    nr = nr + 1
+    r[nr] = out[i]
+  end
+  return r
+end
+
 local holder = fence()
 if holder then return {nowUs, FENCED, holder} end
 if n > 0 then settle() end
@@ -516,4 +544,5 @@ if popped >= max or deferred then
 else
   out[2] = nextDue(crowded, popped)
 end
+if 2 * nruns + 1 < popped then return asRuns(out, popped) end
 return out

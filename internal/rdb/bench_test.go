@@ -3,27 +3,45 @@ package rdb
 import (
 	"fmt"
 	"hash/crc32"
+	"strconv"
 	"testing"
 )
 
-func popReply(n int) []any {
+// pairsReply is a cycle reply of n members with distinct store scores.
+func pairsReply(n int) []any {
 	raw := []any{int64(1795300000123), int64(-1)}
 	for i := range n {
-		raw = append(raw, fmt.Sprintf("%064d", i), "1795300000100")
+		raw = append(raw, fmt.Sprintf("%064d", i), strconv.Itoa(1000+i))
 	}
 	return raw
 }
 
-// BenchmarkParseCycle measures decoding a 128-message pop reply.
-func BenchmarkParseCycle(b *testing.B) {
-	raw := popReply(128)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := parseCycle(raw, true); err != nil {
-			b.Fatal(err)
-		}
+// runsReply is a cycle reply of n members of one store score, in the run form.
+func runsReply(n int) []any {
+	raw := []any{int64(1795300000123), int64(-1), int64(1), int64(n), "500"}
+	for i := range n {
+		raw = append(raw, fmt.Sprintf("%064d", i))
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*128), "ns/msg")
+	return raw
+}
+
+// BenchmarkParseCycle measures decoding a 128-message pop reply: distinct
+// priorities (member, score pairs) and one priority (the run form).
+func BenchmarkParseCycle(b *testing.B) {
+	for _, form := range []struct {
+		name string
+		raw  []any
+	}{{"pairs", pairsReply(128)}, {"runs", runsReply(128)}} {
+		b.Run(form.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := parseCycle(form.raw, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*128), "ns/msg")
+		})
+	}
 }
 
 // BenchmarkGroupEntries measures grouping a 512-message pipeline by key.

@@ -3,8 +3,6 @@ package rdb
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,64 +223,4 @@ func actionArg(o Outcome) string {
 	default:
 		return actRestore + o.score
 	}
-}
-
-// parseCycle decodes the cycle script's reply.
-func parseCycle(raw []any, priority bool) (CycleResult, error) {
-	if len(raw) < 2 {
-		return CycleResult{}, fmt.Errorf("rmq: cycle script returned %d elements", len(raw))
-	}
-	now, ok1 := raw[0].(int64)
-	next, ok2 := raw[1].(int64)
-	if !ok1 || !ok2 {
-		return CycleResult{}, fmt.Errorf("rmq: cycle script returned %T, %T", raw[0], raw[1])
-	}
-	res := CycleResult{NowUs: now, NowMs: now / 1000, NextMs: next}
-	if next == -2 {
-		res.Refused, res.NextMs = true, -1
-		if len(raw) > 2 {
-			res.Owner, _ = raw[2].(string)
-		}
-		return res, nil
-	}
-	if (len(raw)-2)%2 != 0 {
-		return CycleResult{}, fmt.Errorf("rmq: cycle script returned an odd list of %d", len(raw))
-	}
-	popSecond := now / 1e6 * 1000
-	res.Deliveries = make([]Delivery, 0, (len(raw)-2)/2)
-	for i := 2; i < len(raw); i += 2 {
-		m, ok1 := raw[i].(string)
-		s, ok2 := raw[i+1].(string)
-		if !ok1 || !ok2 {
-			return CycleResult{}, fmt.Errorf("rmq: cycle script returned %T, %T", raw[i], raw[i+1])
-		}
-		d, err := newDelivery([]byte(m), s, popSecond, priority)
-		if err != nil {
-			return CycleResult{}, err
-		}
-		res.Deliveries = append(res.Deliveries, d)
-	}
-	return res, nil
-}
-
-// newDelivery decodes a popped member's store score the way cycle.lua wrote
-// its prepare entry: retries left are the score while it is at most
-// MaxRetries, else MaxRetries (a first delivery).
-func newDelivery(member []byte, score string, popSecond int64, priority bool) (Delivery, error) {
-	f, err := strconv.ParseFloat(score, 64)
-	if err != nil {
-		return Delivery{}, fmt.Errorf("rmq: cycle script popped %q with score %q: %w", member, score, err)
-	}
-	d := Delivery{Member: member, RetriesLeft: MaxRetries, score: score}
-	switch {
-	case f <= MaxRetries:
-		d.RetriesLeft = int(math.Floor(f))
-	case priority:
-		d.Priority = int64(f)
-	default:
-		d.DueMs = int64(f)
-	}
-	// A message popped ahead of its due time counts from its due second.
-	d.prepare = max(popSecond, d.DueMs/1000*1000) + int64(d.RetriesLeft)
-	return d, nil
 }
