@@ -43,14 +43,29 @@ func (s *rmqSystem) define(ctx context.Context, name string, slots int, typ rmq.
 
 // priorityMessage is payload i as a Priority message (priorities 17..1016).
 func priorityMessage(topic string, p []byte, i int) rmq.PriorityMessage {
-	return rmq.PriorityMessage{Topic: topic, Content: p, Priority: 17 + int64(i%1000)}
+	return rmq.PriorityMessage{Topic: topic, Content: p, Priority: spreadPriority(i)}
 }
 
-// fillPriority stores pl on a Priority topic with SendBatch, 1,000 per call.
+// spreadPriority is message i's priority in most scenarios: 17..1016, so
+// that a batch of pops holds many distinct scores.
+func spreadPriority(i int) int64 { return 17 + int64(i%1000) }
+
+// onePriority gives every message priority 500, as a topic that uses no
+// priorities has them.
+func onePriority(int) int64 { return 500 }
+
+// fillPriority stores pl on a Priority topic with SendBatch, 1,000 per call,
+// with priorities 17..1016.
 func (s *rmqSystem) fillPriority(ctx context.Context, topic string, pl [][]byte) error {
+	return s.fillPriorities(ctx, topic, pl, spreadPriority)
+}
+
+// fillPriorities stores pl on a Priority topic with SendBatch, 1,000 per
+// call, payload i with priority prio(i).
+func (s *rmqSystem) fillPriorities(ctx context.Context, topic string, pl [][]byte, prio func(int) int64) error {
 	batch := make([]rmq.OutgoingMessage, 0, 1000)
 	for i, p := range pl {
-		batch = append(batch, priorityMessage(topic, p, i))
+		batch = append(batch, rmq.PriorityMessage{Topic: topic, Content: p, Priority: prio(i)})
 		if len(batch) == cap(batch) || i == len(pl)-1 {
 			if err := s.c.Producer().SendBatch(ctx, batch...); err != nil {
 				return err
@@ -125,10 +140,16 @@ func (l *countingListener) OnMessage(context.Context, *rmq.Message) error {
 	return nil
 }
 
-// rmqDrain fills a Priority topic of the given slots with e.n messages, then
-// times Start → every message committed with threads consumers and a no-op
-// listener. batch is WithBatchSize; 0 keeps the library's default.
+// rmqDrain fills a Priority topic of the given slots with e.n messages of
+// priorities 17..1016, then times Start → every message committed with
+// threads consumers and a no-op listener. batch is WithBatchSize; 0 keeps
+// the library's default.
 func rmqDrain(ctx context.Context, e *env, slots, threads, batch int) (metrics, error) {
+	return rmqDrainPriorities(ctx, e, slots, threads, batch, spreadPriority)
+}
+
+// rmqDrainPriorities is rmqDrain with message i at priority prio(i).
+func rmqDrainPriorities(ctx context.Context, e *env, slots, threads, batch int, prio func(int) int64) (metrics, error) {
 	var opts []rmq.Option
 	if batch > 0 {
 		opts = append(opts, rmq.WithBatchSize(batch))
@@ -141,7 +162,7 @@ func rmqDrain(ctx context.Context, e *env, slots, threads, batch int) (metrics, 
 	if err := s.define(ctx, topic, slots, rmq.Priority); err != nil {
 		return nil, errors.Join(err, s.close())
 	}
-	if err := s.fillPriority(ctx, topic, payloads(e.n, "c")); err != nil {
+	if err := s.fillPriorities(ctx, topic, payloads(e.n, "c"), prio); err != nil {
 		return nil, errors.Join(err, s.close())
 	}
 	l := newCountingListener(e.n)

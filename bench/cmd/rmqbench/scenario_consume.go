@@ -19,6 +19,7 @@ const (
 
 	vConsumeRMQ    = "RMQ"
 	vConsumeRMQDef = "RMQ, default batch size"
+	vConsumeRMQOne = "RMQ, one priority"
 	vConsumeAsynq  = "asynq"
 	vConsumeAdjust = "adjust/rmq"
 )
@@ -29,6 +30,9 @@ var consumeScenario = &scenario{
 		vs := []variant{
 			{"rmq", vConsumeRMQ, func(ctx context.Context, e *env) (metrics, error) {
 				return rmqDrain(ctx, e, consumeSlots, e.rmqThreads, e.rmqBatch)
+			}},
+			{"rmq", vConsumeRMQOne, func(ctx context.Context, e *env) (metrics, error) {
+				return rmqDrainPriorities(ctx, e, consumeSlots, e.rmqThreads, e.rmqBatch, onePriority)
 			}},
 			{"asynq", vConsumeAsynq, consumeAsynq},
 			{"adjust", vConsumeAdjust, consumeAdjust},
@@ -45,12 +49,15 @@ var consumeScenario = &scenario{
 
 func consumeSettings(e *config, name string) string {
 	switch name {
-	case vConsumeRMQ, vConsumeRMQDef:
-		batch := "default batch size (256)"
-		if e.rmqBatch > 0 && name == vConsumeRMQ {
+	case vConsumeRMQ, vConsumeRMQDef, vConsumeRMQOne:
+		batch, prios := "default batch size (256)", "priorities 17..1016"
+		if e.rmqBatch > 0 && name != vConsumeRMQDef {
 			batch = fmt.Sprintf("WithBatchSize(%d)", e.rmqBatch)
 		}
-		return fmt.Sprintf("Priority topic, %d slots, WithThreads(%d), %s", consumeSlots, e.rmqThreads, batch)
+		if name == vConsumeRMQOne {
+			prios = "every message priority 500"
+		}
+		return fmt.Sprintf("Priority topic, %d slots, WithThreads(%d), %s, %s", consumeSlots, e.rmqThreads, batch, prios)
 	case vConsumeAsynq:
 		return fmt.Sprintf("Concurrency %d, one queue, handler returns nil (task deleted on success)", e.asynqConc)
 	case vConsumeAdjust:
@@ -184,5 +191,12 @@ func reportConsume(rep *report, res *scenarioResults) {
 	if best := reportThroughputRatios(rep, res, []string{vConsumeRMQ, vConsumeRMQDef}, []string{vConsumeAsynq, vConsumeAdjust}); best != nil {
 		v := median(best)
 		rep.target("Consume (64 slots)", "≥ 3× the best peer", ratio(v), verdict(v, func(x float64) bool { return x >= 3 }))
+	}
+	for _, name := range []string{vConsumeRMQ, vConsumeRMQOne} {
+		if res.has(name) {
+			v := median(res.values(name, mRedisCPU)) // CPU seconds per 100k messages
+			rep.target("Redis CPU per consumed message: "+name, "≤ 4 µs", usPerMsg(v),
+				verdict(v*10, func(us float64) bool { return us <= 4 }))
+		}
 	}
 }
