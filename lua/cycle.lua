@@ -309,10 +309,6 @@ local function promote()
   end
 end
 
--- The runs of equal store scores among the popped, in pop order: where each
--- starts (its member's index among the popped) and its score (see asRuns).
-local runStarts, runScores, nruns, runScore = {}, {}, 0, nil
-
 -- prepareScores caches, per retries left, the prepare score of this call.
 local prepareScores = {}
 
@@ -458,10 +454,6 @@ local function pop(out)
         np = np + 2
         out[no + 1], out[no + 2] = m, s
         no = no + 2
-        if s ~= runScore then -- equal scores are one string: a reference compare
-          nruns, runScore = nruns + 1, s
-          runStarts[nruns], runScores[nruns] = no / 2 - 1, s -- out[no - 1] is member no / 2 - 1
-        end
       end
     end
     if took > 0 then
@@ -513,15 +505,38 @@ local function nextDue(crowded, popped)
   return nxt
 end
 
--- asRuns returns the reply out of a call that popped n members in its run
--- form (see the header): each score once per run instead of once per member,
--- which Redis and the caller then convert that much less often.
-local function asRuns(out, n)
-  local r, nr = {out[1], out[2], nruns}, 3
-  for i = 1, nruns do
-    r[nr + 1], r[nr + 2] = (runStarts[i + 1] or n + 1) - runStarts[i], runScores[i]
-    nr = nr + 2
+-- runsOf returns the number of runs of equal scores among the n members
+-- popped into out, or nil once the run form (see the header) would be no
+-- shorter: 3 + 2 * runs + n elements against 2 + 2 * n. Equal scores are one
+-- string (Lua interns them): each comparison is a reference compare.
+local function runsOf(out, n)
+  local runs = 1
+  for i = 6, 2 + 2 * n, 2 do
+    if out[i] ~= out[i - 2] then
+      runs = runs + 1
+      if 2 * runs + 1 >= n then return nil end
+    end
   end
+  return runs
+end
+
+-- asRuns returns the reply out of a call that popped n members, in runs
+-- runs of equal scores, in its run form: each score once per run instead of
+-- once per member, which Redis and the caller then convert that much less
+-- often.
+local function asRuns(out, n, runs)
+  local r, nr = {out[1], out[2], runs}, 3
+  local length, score = 1, out[4]
+  for i = 6, 2 + 2 * n, 2 do
+    if out[i] == score then
+      length = length + 1
+    else
+      r[nr + 1], r[nr + 2] = length, score
+      nr, length, score = nr + 2, 1, out[i]
+    end
+  end
+  r[nr + 1], r[nr + 2] = length, score
+  nr = nr + 2
   for i = 3, 1 + 2 * n, 2 do
     nr = nr + 1
     r[nr] = out[i]
@@ -544,5 +559,8 @@ if popped >= max or deferred then
 else
   out[2] = nextDue(crowded, popped)
 end
-if 2 * nruns + 1 < popped then return asRuns(out, popped) end
+if popped >= 4 then
+  local runs = runsOf(out, popped)
+  if runs then return asRuns(out, popped, runs) end
+end
 return out
