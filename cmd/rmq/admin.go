@@ -114,16 +114,7 @@ func setupRequeue(fs *flag.FlagSet) runFunc {
 func setupPurge(fs *flag.FlagSet) runFunc {
 	af := addAdminFlags(fs)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
-	return func(ctx context.Context, e *env, args []string) error {
-		topic, err := topicArg(args, false)
-		if err != nil {
-			return err
-		}
-		c, done, err := af.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
+	return af.topicCommand(func(ctx context.Context, e *env, c *rmq.Client, topic string) error {
 		if !*yes {
 			st, err := c.Stats(ctx, topic)
 			if err != nil {
@@ -147,7 +138,7 @@ func setupPurge(fs *flag.FlagSet) runFunc {
 		}
 		e.out.printf("purged %s of topic %s\n", plural(n, "dead message"), topic)
 		return nil
-	}
+	})
 }
 
 // confirmed reads one line from stdin and reports whether it says yes.

@@ -110,3 +110,21 @@ func (f *adminFlags) connect(ctx context.Context) (*rmq.Client, func(), error) {
 	}
 	return c, closeAll, nil
 }
+
+// topicCommand returns the run function of a command whose one argument is
+// TOPIC: it checks the arguments before anything connects, then runs do with
+// a client of the namespace, which it closes after.
+func (f *adminFlags) topicCommand(do func(ctx context.Context, e *env, c *rmq.Client, topic string) error) runFunc {
+	return func(ctx context.Context, e *env, args []string) error {
+		topic, err := topicArg(args, false)
+		if err != nil {
+			return err
+		}
+		c, done, err := f.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		return do(ctx, e, c, topic)
+	}
+}

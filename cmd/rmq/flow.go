@@ -14,43 +14,25 @@ import (
 // setupPause defines "rmq pause TOPIC".
 func setupPause(fs *flag.FlagSet) runFunc {
 	af := addAdminFlags(fs)
-	return func(ctx context.Context, e *env, args []string) error {
-		topic, err := topicArg(args, false)
-		if err != nil {
-			return err
-		}
-		c, done, err := af.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
+	return af.topicCommand(func(ctx context.Context, e *env, c *rmq.Client, topic string) error {
 		if err := c.PauseTopic(ctx, topic); err != nil {
 			return err
 		}
 		e.out.printf("paused topic %s: its consumers stop popping within a second; sends go on\n", topic)
 		return nil
-	}
+	})
 }
 
 // setupResume defines "rmq resume TOPIC".
 func setupResume(fs *flag.FlagSet) runFunc {
 	af := addAdminFlags(fs)
-	return func(ctx context.Context, e *env, args []string) error {
-		topic, err := topicArg(args, false)
-		if err != nil {
-			return err
-		}
-		c, done, err := af.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
+	return af.topicCommand(func(ctx context.Context, e *env, c *rmq.Client, topic string) error {
 		if err := c.ResumeTopic(ctx, topic); err != nil {
 			return err
 		}
 		e.out.printf("resumed topic %s\n", topic)
 		return nil
-	}
+	})
 }
 
 // setupLimit defines "rmq limit TOPIC RATE[/BURST]".
@@ -117,16 +99,7 @@ func setupDelete(fs *flag.FlagSet) runFunc {
 	af := addAdminFlags(fs)
 	force := fs.Bool("force", false, "delete the topic even with messages in it, and them with it")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
-	return func(ctx context.Context, e *env, args []string) error {
-		topic, err := topicArg(args, false)
-		if err != nil {
-			return err
-		}
-		c, done, err := af.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
+	return af.topicCommand(func(ctx context.Context, e *env, c *rmq.Client, topic string) error {
 		if !*yes {
 			st, err := c.Stats(ctx, topic)
 			if err != nil {
@@ -153,5 +126,5 @@ func setupDelete(fs *flag.FlagSet) runFunc {
 		}
 		e.out.printf("deleted topic %s\n", topic)
 		return nil
-	}
+	})
 }

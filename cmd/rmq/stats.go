@@ -16,16 +16,7 @@ const latenessMinutes = 5
 func setupStats(fs *flag.FlagSet) runFunc {
 	af := addAdminFlags(fs)
 	all := fs.Bool("all", false, "list every slot, not only the non-empty ones")
-	return func(ctx context.Context, e *env, args []string) error {
-		topic, err := topicArg(args, false)
-		if err != nil {
-			return err
-		}
-		c, done, err := af.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
+	return af.topicCommand(func(ctx context.Context, e *env, c *rmq.Client, topic string) error {
 		st, err := c.Stats(ctx, topic)
 		if err != nil {
 			return err
@@ -40,7 +31,7 @@ func setupStats(fs *flag.FlagSet) runFunc {
 		}
 		printStats(e.out, c.Namespace(), st, b, total, minutes, *all)
 		return nil
-	}
+	})
 }
 
 // printStats prints the totals of st, the oldest due age of b, the
