@@ -1,5 +1,6 @@
-// Package lua holds the source of RMQ's Redis scripts, one per file, each
-// opening with its KEYS, ARGV and return value. Only package internal/rdb
+// Package lua holds the source of RMQ's Redis scripts, one per file (the
+// cycle script, the largest, in five parts joined here), each opening with
+// its KEYS, ARGV and return value. Only package internal/rdb
 // runs them: it wraps each source once and owns the argument protocol, so
 // nothing here is a public API beyond the text of the scripts.
 package lua
@@ -8,7 +9,15 @@ import _ "embed"
 
 var (
 	//go:embed cycle.lua
-	cycle string
+	cycleHead string
+	//go:embed cycle_settle.lua
+	cycleSettle string
+	//go:embed cycle_sweep.lua
+	cycleSweep string
+	//go:embed cycle_pop.lua
+	cyclePop string
+	//go:embed cycle_run.lua
+	cycleRun string
 	//go:embed cancel.lua
 	cancel string
 	//go:embed requeue.lua
@@ -33,8 +42,13 @@ var (
 	deleteSlot string
 )
 
-// Cycle returns the source of cycle.lua: settle outcomes, check the fencing
-// token, reclaim timed-out deliveries, promote due retries, pop a batch.
+// cycle is the cycle script: cycle.lua (its header and arguments) and its
+// parts, in order.
+var cycle = cycleHead + cycleSettle + cycleSweep + cyclePop + cycleRun
+
+// Cycle returns the source of the cycle script (cycle.lua and its parts):
+// settle outcomes, check the fencing token, reclaim timed-out deliveries,
+// promote due retries, pop a batch.
 func Cycle() string { return cycle }
 
 // Cancel returns the source of cancel.lua: remove a pending message.
