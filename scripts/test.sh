@@ -2,7 +2,8 @@
 # The one command that runs every check and test of the project.
 #
 #   scripts/test.sh                    install missing servers and chromium, start real Redis,
-#                                      Redis Cluster and a ZooKeeper ensemble (scripts/servers.sh),
+#                                      Redis Cluster and a ZooKeeper ensemble (scripts/servers.sh)
+#                                      while the test binaries build in the background,
 #                                      then gofmt -l, go vet ./..., go test -race ./..., and go vet
 #                                      and go test -race in each extra module (EXTRA_MODULES below);
 #                                      the vets and the extra modules' builds run at nice 19 beside
@@ -69,10 +70,10 @@ print_times() {
 	printf '==> wall time per phase\n' >&2
 	for i in "${!PHASE_NAMES[@]}"; do
 		ms=${PHASE_MS[$i]}
-		printf '    %-20s %4d.%01d s\n' "${PHASE_NAMES[$i]}" $((ms / 1000)) $((ms % 1000 / 100)) >&2
+		printf '    %-24s %4d.%01d s\n' "${PHASE_NAMES[$i]}" $((ms / 1000)) $((ms % 1000 / 100)) >&2
 	done
 	ms=$(($(now_ms) - T_START))
-	printf '    %-20s %4d.%01d s\n' total $((ms / 1000)) $((ms % 1000 / 100)) >&2
+	printf '    %-24s %4d.%01d s\n' total $((ms / 1000)) $((ms % 1000 / 100)) >&2
 }
 
 # --- dependencies ------------------------------------------------------------------------
@@ -113,6 +114,9 @@ SERVERS_DIR=
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
+	if [[ -n ${BUILD_PID:-} ]]; then
+		kill -- "-$BUILD_PID" 2>/dev/null || true # its process group (setsid)
+	fi
 	if [[ -n ${PREP_PID:-} ]]; then
 		kill -- "-$PREP_PID" 2>/dev/null || true # its process group (setsid)
 	fi
@@ -149,6 +153,26 @@ check_gofmt() {
 	fi
 }
 
+# early_build: on a run with servers, the core's test binaries are built in the
+# background while the servers are installed and started (apt-get waits on the
+# network and dpkg, the build mostly on the CPU; on a fresh machine it also
+# fetches the modules), then waited for before the tests. At nice 10, so that
+# the servers' start-up comes first when both want the CPU. It needs a C
+# compiler (-race); without one, the build waits until the install is done.
+# The run below reports any build failure itself, so the output is dropped.
+BUILD_PID=
+early_build() {
+	command -v "$(go env CC 2>/dev/null || echo gcc)" >/dev/null 2>&1 || return 0
+	say "go test -race -count=1 $* -run '^\$' (builds the test binaries, beside the install)"
+	# -run '^$' last, so that it wins over a -run among the arguments
+	setsid nice -n 10 go test -race -count=1 "$@" -run '^$' >/dev/null 2>&1 &
+	BUILD_PID=$!
+}
+
+args=("$@")
+((${#args[@]})) || args=(./...)
+if ((!SHORT)); then early_build "${args[@]}"; fi
+
 timed install install_missing
 
 if ((SHORT)); then
@@ -164,8 +188,6 @@ fi
 say "gofmt -l ."
 timed gofmt check_gofmt
 
-args=("$@")
-((${#args[@]})) || args=(./...)
 FULL=0
 if ((${#args[@]} == 1)) && [[ ${args[0]} == ./... ]]; then FULL=1; fi
 PREP_PID=
@@ -221,8 +243,13 @@ else
 	# many at once as there are cores (running none of their tests), so that the
 	# serial run finds them in the build cache.
 	# Its output is dropped: the run below reports any build failure itself.
-	say "go test -race -count=1 -run '^\$' ${args[*]} (builds the test binaries in parallel)"
-	timed "test build" go test -race -count=1 -run '^$' "${args[@]}" >/dev/null 2>&1 || true
+	if [[ -n $BUILD_PID ]]; then
+		timed "test build (waited for)" wait "$BUILD_PID" || true
+		BUILD_PID=
+	else
+		say "go test -race -count=1 ${args[*]} -run '^\$' (builds the test binaries in parallel)"
+		timed "test build" go test -race -count=1 "${args[@]}" -run '^$' >/dev/null 2>&1 || true
+	fi
 	if ((FULL)); then start_prep; fi
 	say "${test_cmd[*]}"
 fi
