@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	adjust "github.com/adjust/rmq/v5"
@@ -34,6 +35,8 @@ var consumeScenario = &scenario{
 			{"rmq", vConsumeRMQOne, func(ctx context.Context, e *env) (metrics, error) {
 				return rmqDrainPriorities(ctx, e, consumeSlots, e.rmqThreads, e.rmqBatch, onePriority)
 			}},
+			{"bare", vConsumeFloor, consumeFloor(spreadPriority)},
+			{"bare", vConsumeFloorOne, consumeFloor(onePriority)},
 			{"asynq", vConsumeAsynq, consumeAsynq},
 			{"adjust", vConsumeAdjust, consumeAdjust},
 		}
@@ -58,6 +61,13 @@ func consumeSettings(e *config, name string) string {
 			prios = "every message priority 500"
 		}
 		return fmt.Sprintf("Priority topic, %d slots, WithThreads(%d), %s, %s", consumeSlots, e.rmqThreads, batch, prios)
+	case vConsumeFloor, vConsumeFloorOne:
+		prios := "priorities 17..1016"
+		if name == vConsumeFloorOne {
+			prios = "every message priority 500"
+		}
+		return fmt.Sprintf("one script call per batch and key: commit the last batch, pop %d into prepare; "+
+			"%d connections, 64 keys, %s", floorBatch(e), max(e.rmqThreads, 1), prios)
 	case vConsumeAsynq:
 		return fmt.Sprintf("Concurrency %d, one queue, handler returns nil (task deleted on success)", e.asynqConc)
 	case vConsumeAdjust:
@@ -199,4 +209,42 @@ func reportConsume(rep *report, res *scenarioResults) {
 				verdict(v*10, func(us float64) bool { return us <= 4 }))
 		}
 	}
+	reportFloor(rep, res)
+}
+
+// reportFloor writes, per round, RMQ's Redis CPU per consumed message beside
+// the two-phase floor's for the same priorities, when both ran.
+func reportFloor(rep *report, res *scenarioResults) {
+	pairs := [][2]string{{vConsumeRMQ, vConsumeFloor}, {vConsumeRMQOne, vConsumeFloorOne}}
+	t := newTable(roundHead("Redis CPU per message", res.rounds)...)
+	for _, p := range pairs {
+		if !res.has(p[0]) || !res.has(p[1]) {
+			continue
+		}
+		for _, name := range p {
+			t.add(append([]string{name}, perRoundCells(res.perRound(name, mRedisCPU), usPerMsg)...)...)
+		}
+		t.add(append([]string{p[0] + " − " + p[1]}, perRoundCells(diffs(res.perRound(p[0], mRedisCPU),
+			res.perRound(p[1], mRedisCPU)), usPerMsg)...)...)
+	}
+	if len(t.rows) == 0 {
+		return
+	}
+	rep.printf("\nRedis CPU per consumed message, RMQ beside the two-phase floor of the same priorities, per round " +
+		"(the floor: one script call per batch and key that commits the key's last batch by its prepare score and " +
+		"pops the next into prepare with its scores, and nothing else; what RMQ spends above it goes to its clock, " +
+		"fencing, timeouts, retries, the check of what a commit removes and the guard against a lost reply):\n\n")
+	t.write(rep.w)
+}
+
+// diffs returns a[i] − b[i], NaN where either is missing.
+func diffs(a, b []float64) []float64 {
+	out := make([]float64, len(a))
+	for i := range a {
+		out[i] = math.NaN()
+		if i < len(b) {
+			out[i] = a[i] - b[i]
+		}
+	}
+	return out
 }
