@@ -34,17 +34,7 @@ func backlogBare(ctx context.Context, e *env, size int) (metrics, error) {
 		return nil, err
 	}
 	fillStart := time.Now()
-	chunks := (size + backlogChunk - 1) / backlogChunk
-	err = parallel(chunks, backlogFillers, func(c int) error {
-		pipe := r.Pipeline()
-		for i := c * backlogChunk; i < min((c+1)*backlogChunk, size); i++ {
-			p := payload("b", i)
-			pipe.ZAdd(ctx, bareKey(p), redis.Z{Score: float64(bareScore(i)), Member: p})
-		}
-		_, err := pipe.Exec(ctx)
-		return err
-	})
-	if err != nil {
+	if err := fillBare(ctx, r, size, "b", spreadPriority); err != nil {
 		return nil, err
 	}
 	fill := time.Since(fillStart)
@@ -62,6 +52,22 @@ func backlogBare(ctx context.Context, e *env, size int) (metrics, error) {
 	m[mListenRate] = float64(popped) / time.Since(meter.start).Seconds()
 	m[mConsumed] = float64(popped)
 	return m, meter.stop(ctx, int(popped), m)
+}
+
+// fillBare stores n members payload(tag, i) at score prio(i) in the bare
+// keys with pipelines of backlogChunk ZADDs from backlogFillers goroutines,
+// building each pipeline when it is sent.
+func fillBare(ctx context.Context, r *redis.Client, n int, tag string, prio func(int) int64) error {
+	chunks := (n + backlogChunk - 1) / backlogChunk
+	return parallel(chunks, backlogFillers, func(c int) error {
+		pipe := r.Pipeline()
+		for i := c * backlogChunk; i < min((c+1)*backlogChunk, n); i++ {
+			p := payload(tag, i)
+			pipe.ZAdd(ctx, bareKey(p), redis.Z{Score: float64(prio(i)), Member: p})
+		}
+		_, err := pipe.Exec(ctx)
+		return err
+	})
 }
 
 // popBare takes at least sample members out of the bare keys with ZPOPMAX of

@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // backlogTarget is the least share of the smallest backlog's consume rate
 // the largest backlog must keep.
@@ -37,26 +40,23 @@ func reportBacklog(rep *report, res *scenarioResults) {
 			stat(v(mFillSeconds), func(x float64) string { return num(x) + " s" }))
 	}
 	t.write(rep.w)
-	base, bareBase := backlogName(c.backlogSizes[0]), bareBacklogName(c.backlogSizes[0])
+	base := backlogName(c.backlogSizes[0])
 	rt := newTable(roundHead("Rate as % of the first size's", res.rounds)...)
 	for _, name := range res.order {
-		b := base
-		if isBareBacklog(name) {
-			b = bareBase
-		}
+		b := backlogBase(name, c.backlogSizes[0])
 		if name == b || !res.has(b) {
 			continue
 		}
 		rt.add(append([]string{"**" + name + "**"}, perRoundCells(ratios(res.perRound(name, mRate), res.perRound(b, mRate)), pct)...)...)
-		if !isBareBacklog(name) {
+		if b == base {
 			rt.add(append([]string{"… to the last listener call"}, perRoundCells(ratios(res.perRound(name, mListenRate), res.perRound(b, mListenRate)), pct)...)...)
 		}
 	}
 	if len(rt.rows) == 0 {
 		return
 	}
-	rep.printf("Per-round consume rate as a share of the first size's, RMQ's against RMQ's and the bare pops' against " +
-		"theirs (the target reads RMQ's full-path rate):\n\n")
+	rep.printf("Per-round consume rate as a share of the first size's, RMQ's against RMQ's, the bare pops' and the " +
+		"two-phase floor's against theirs (the target reads RMQ's full-path rate):\n\n")
 	rt.write(rep.w)
 	largest := c.backlogSizes[len(c.backlogSizes)-1]
 	if largest == c.backlogSizes[0] || !res.has(backlogName(largest)) || !res.has(base) {
@@ -66,6 +66,18 @@ func reportBacklog(rep *report, res *scenarioResults) {
 	rep.target("Deep backlog: "+backlogName(largest), "≥ "+pct(backlogTarget)+" of the "+base+" consume rate", pct(v),
 		verdict(v, func(x float64) bool { return x >= backlogTarget }))
 	reportBacklogFloor(rep, res, base, largest)
+}
+
+// backlogBase is the row whose rate name's is a share of: the same system's
+// at the first size.
+func backlogBase(name string, first int) string {
+	switch {
+	case isBareBacklog(name):
+		return bareBacklogName(first)
+	case strings.HasPrefix(name, floorBacklogPrefix):
+		return floorBacklogName(first)
+	}
+	return backlogName(first)
 }
 
 // reportBacklogFloor sets the growth of RMQ's Redis CPU per message with the
@@ -87,4 +99,11 @@ func reportBacklogFloor(rep *report, res *scenarioResults, base string, largest 
 		"%s of its rate at %s; keeping %s would need a growth of at most %.1f µs per message.\n\n",
 		base, backlogName(largest), rmq1-rmq0, rmq0, rmq1, bare1-bare0, bare0, bare1,
 		base, pct(rmq0/(rmq0+bare1-bare0)), backlogName(largest), pct(backlogTarget), rmq0*(1/backlogTarget-1))
+	floor0, floor1 := floorBacklogName(rep.cfg.backlogSizes[0]), floorBacklogName(largest)
+	if res.has(floor0) && res.has(floor1) {
+		rep.printf("The two-phase floor (the consume scenario's script that only commits a key's last batch and pops the "+
+			"next into prepare, none of RMQ's checks) grows by %.1f µs (%.1f → %.1f µs) and keeps %s of its rate at %s.\n\n",
+			cpu(floor1)-cpu(floor0), cpu(floor0), cpu(floor1),
+			pct(median(ratios(res.perRound(floor1, mRate), res.perRound(floor0, mRate)))), backlogName(largest))
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -87,22 +88,15 @@ func consumeFloor(prio func(int) int64) func(ctx context.Context, e *env) (metri
 	return func(ctx context.Context, e *env) (metrics, error) {
 		r := newRedis(e.addr)
 		defer r.Close()
-		pl := payloads(e.n, "c")
-		for start := 0; start < len(pl); start += backlogChunk {
-			pipe := r.Pipeline()
-			for i := start; i < min(start+backlogChunk, len(pl)); i++ {
-				pipe.ZAdd(ctx, bareKey(pl[i]), redis.Z{Score: float64(prio(i)), Member: pl[i]})
-			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				return nil, err
-			}
+		if err := fillBare(ctx, r, e.n, "c", prio); err != nil {
+			return nil, err
 		}
 		if err := floorScript.Load(ctx, r).Err(); err != nil {
 			return nil, err
 		}
 		m := metrics{}
 		meter := startMeter(ctx, e)
-		popped, err := drainFloor(ctx, r, max(e.rmqThreads, 1), floorBatch(e.config))
+		popped, err := drainFloor(ctx, r, max(e.rmqThreads, 1), floorBatch(e.config), e.n)
 		if err != nil {
 			return nil, err
 		}
@@ -117,17 +111,18 @@ func consumeFloor(prio func(int) int64) func(ctx context.Context, e *env) (metri
 	}
 }
 
-// drainFloor empties the bare keys through floorScript with batches of
-// batch from conns goroutines (goroutine w serves the keys w, w+conns, …
-// round-robin, committing each key's batch with its next call), and returns
-// how many messages it popped.
-func drainFloor(ctx context.Context, r *redis.Client, conns, batch int) (int64, error) {
+// drainFloor takes at least sample messages (or all) out of the bare keys
+// through floorScript with batches of batch from conns goroutines
+// (goroutine w serves the keys w, w+conns, … round-robin, committing each
+// key's batch with its next call), commits what it took, and returns how
+// many messages that was.
+func drainFloor(ctx context.Context, r *redis.Client, conns, batch, sample int) (int64, error) {
 	var popped, seq atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, conns)
 	for w := range conns {
 		wg.Go(func() {
-			errs[w] = drainFloorKeys(ctx, r, w, conns, batch, &popped, &seq)
+			errs[w] = drainFloorKeys(ctx, r, w, conns, batch, sample, &popped, &seq)
 		})
 	}
 	wg.Wait()
@@ -135,8 +130,9 @@ func drainFloor(ctx context.Context, r *redis.Client, conns, batch int) (int64, 
 }
 
 // drainFloorKeys is one goroutine of drainFloor: it serves keys w,
-// w+conns, … until each is found empty.
-func drainFloorKeys(ctx context.Context, r *redis.Client, w, conns, batch int, popped, seq *atomic.Int64) error {
+// w+conns, … until each is found empty or sample messages are taken, then
+// commits the last batches of the keys it left unemptied.
+func drainFloorKeys(ctx context.Context, r *redis.Client, w, conns, batch, sample int, popped, seq *atomic.Int64) error {
 	var keys []int
 	for k := w; k < bareSlots; k += conns {
 		keys = append(keys, k)
@@ -169,7 +165,7 @@ func drainFloorKeys(ctx context.Context, r *redis.Client, w, conns, batch int, p
 		}
 		return got, nil
 	}
-	for len(keys) > 0 {
+	for len(keys) > 0 && popped.Load() < int64(sample) {
 		var live []int
 		for _, k := range keys {
 			got, err := call(k, batch)
@@ -183,7 +179,46 @@ func drainFloorKeys(ctx context.Context, r *redis.Client, w, conns, batch int, p
 		}
 		keys = live
 	}
-	return nil // each key's last call, which found it empty, committed its last batch
+	for k := range pending { // a key found empty has committed its last batch already
+		if _, err := call(k, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const floorBacklogPrefix = "two-phase floor, "
+
+func floorBacklogName(size int) string { return floorBacklogPrefix + backlogName(size) }
+
+// backlogFloor fills the bare keys with size messages (priorities 17..1016)
+// and times the drain of the backlog sample through floorScript.
+func backlogFloor(ctx context.Context, e *env, size int) (metrics, error) {
+	r := newRedis(e.addr)
+	defer r.Close()
+	fillStart := time.Now()
+	if err := fillBare(ctx, r, size, "b", spreadPriority); err != nil {
+		return nil, err
+	}
+	m := metrics{mFillSeconds: time.Since(fillStart).Seconds()}
+	if err := floorScript.Load(ctx, r).Err(); err != nil {
+		return nil, err
+	}
+	sample := min(size, e.backlogSample)
+	meter := startMeter(ctx, e)
+	popped, err := drainFloor(ctx, r, max(e.rmqThreads, 1), floorBatch(e.config), sample)
+	if err != nil {
+		return nil, err
+	}
+	if err := meter.stop(ctx, int(popped), m); err != nil {
+		return nil, err
+	}
+	m[mConsumed] = float64(popped)
+	left, err := floorLeft(ctx, r)
+	if err == nil && (popped < int64(sample) || left != int64(size)-popped) {
+		err = fmt.Errorf("two-phase floor: popped %d (sample %d) of %d, %d left in store and prepare", popped, sample, size, left)
+	}
+	return m, err
 }
 
 // floorLeft returns how many entries the bare keys and their prepare sets hold.

@@ -32,6 +32,8 @@ var backlogScenario = &scenario{
 				return backlogRMQ(ctx, e, size)
 			}}, variant{"bare", bareBacklogName(size), func(ctx context.Context, e *env) (metrics, error) {
 				return backlogBare(ctx, e, size)
+			}}, variant{"bare", floorBacklogName(size), func(ctx context.Context, e *env) (metrics, error) {
+				return backlogFloor(ctx, e, size)
 			}})
 		}
 		return vs
