@@ -43,10 +43,19 @@ func bareZAdd(ctx context.Context, r *redis.Client, pl [][]byte, batch int) erro
 // bareCount returns how many members the bare keys hold (on a single server
 // or a Cluster).
 func bareCount(ctx context.Context, r redis.Cmdable) (int64, error) {
+	keys := make([]string, bareSlots)
+	for i := range keys {
+		keys[i] = bareKeyOf(i)
+	}
+	return zcardSum(ctx, r, keys)
+}
+
+// zcardSum returns how many entries the sorted sets keys hold together.
+func zcardSum(ctx context.Context, r redis.Cmdable, keys []string) (int64, error) {
 	pipe := r.Pipeline()
-	cmds := make([]*redis.IntCmd, bareSlots)
-	for i := range cmds {
-		cmds[i] = pipe.ZCard(ctx, bareKeyOf(i))
+	cmds := make([]*redis.IntCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.ZCard(ctx, k)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, err

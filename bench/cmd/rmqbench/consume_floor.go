@@ -223,17 +223,9 @@ func backlogFloor(ctx context.Context, e *env, size int) (metrics, error) {
 
 // floorLeft returns how many entries the bare keys and their prepare sets hold.
 func floorLeft(ctx context.Context, r *redis.Client) (int64, error) {
-	pipe := r.Pipeline()
-	cmds := make([]*redis.IntCmd, 0, 2*bareSlots)
+	keys := make([]string, 0, 2*bareSlots)
 	for i := range bareSlots {
-		cmds = append(cmds, pipe.ZCard(ctx, bareKeyOf(i)), pipe.ZCard(ctx, floorPrepareKey(i)))
+		keys = append(keys, bareKeyOf(i), floorPrepareKey(i))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, c := range cmds {
-		n += c.Val()
-	}
-	return n, nil
+	return zcardSum(ctx, r, keys)
 }
