@@ -30,8 +30,9 @@ die() {
 }
 
 # Modules of their own inside the repository, tested after the core with the same servers:
-# they carry the dependencies the core must not (client_golang, chromedp).
-EXTRA_MODULES=(rmqprom rmqweb/browsertest)
+# they carry the dependencies the core must not (client_golang, chromedp; the benchmark
+# suite's peers, asynq and adjust/rmq, which has no tests but is vetted and built).
+EXTRA_MODULES=(rmqprom rmqweb/browsertest bench)
 
 # Test artifacts (the dashboard's screenshots) are kept here.
 export RMQ_ARTIFACTS_DIR="${RMQ_ARTIFACTS_DIR:-$ROOT/artifacts}"
