@@ -62,8 +62,15 @@ func reportBacklog(rep *report, res *scenarioResults) {
 	if largest == c.backlogSizes[0] || !res.has(backlogName(largest)) || !res.has(base) {
 		return
 	}
-	v := median(ratios(res.perRound(backlogName(largest), mRate), res.perRound(base, mRate)))
-	rep.target("Deep backlog: "+backlogName(largest), "≥ "+pct(backlogTarget)+" of the "+base+" consume rate", pct(v),
+	keeps := func(name string) float64 {
+		return median(ratios(res.perRound(name, mRate), res.perRound(backlogBase(name, c.backlogSizes[0]), mRate)))
+	}
+	v := keeps(backlogName(largest))
+	measured := pct(v)
+	if floor := floorBacklogName(largest); res.has(floor) && res.has(floorBacklogName(c.backlogSizes[0])) {
+		measured += " (two-phase floor " + pct(keeps(floor)) + " of its own)"
+	}
+	rep.target("Deep backlog: "+backlogName(largest), "≥ "+pct(backlogTarget)+" of the "+base+" consume rate", measured,
 		verdict(v, func(x float64) bool { return x >= backlogTarget }))
 	reportBacklogFloor(rep, res, base, largest)
 }
