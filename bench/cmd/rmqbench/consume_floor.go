@@ -86,29 +86,39 @@ func floorBatch(c *config) int {
 // times their drain through floorScript.
 func consumeFloor(prio func(int) int64) func(ctx context.Context, e *env) (metrics, error) {
 	return func(ctx context.Context, e *env) (metrics, error) {
-		r := newRedis(e.addr)
-		defer r.Close()
-		if err := fillBare(ctx, r, e.n, "c", prio); err != nil {
-			return nil, err
-		}
-		if err := floorScript.Load(ctx, r).Err(); err != nil {
-			return nil, err
-		}
-		m := metrics{}
-		meter := startMeter(ctx, e)
-		popped, err := drainFloor(ctx, r, max(e.rmqThreads, 1), floorBatch(e.config), e.n)
-		if err != nil {
-			return nil, err
-		}
-		if err := meter.stop(ctx, e.n, m); err != nil {
-			return nil, err
-		}
-		left, err := floorLeft(ctx, r)
-		if err == nil && (popped != int64(e.n) || left != 0) {
-			err = fmt.Errorf("two-phase floor: popped %d of %d, %d left in store and prepare", popped, e.n, left)
-		}
-		return m, err
+		return runFloor(ctx, e, e.n, e.n, "c", prio)
 	}
+}
+
+// runFloor fills the bare keys with size messages payload(tag, i) at
+// priority prio(i) (not timed) and times the drain of at least sample of
+// them through floorScript; it fails unless store and prepare then hold
+// exactly what was not taken.
+func runFloor(ctx context.Context, e *env, size, sample int, tag string, prio func(int) int64) (metrics, error) {
+	r := newRedis(e.addr)
+	defer r.Close()
+	fillStart := time.Now()
+	if err := fillBare(ctx, r, size, tag, prio); err != nil {
+		return nil, err
+	}
+	m := metrics{mFillSeconds: time.Since(fillStart).Seconds()}
+	if err := floorScript.Load(ctx, r).Err(); err != nil {
+		return nil, err
+	}
+	meter := startMeter(ctx, e)
+	popped, err := drainFloor(ctx, r, max(e.rmqThreads, 1), floorBatch(e.config), sample)
+	if err != nil {
+		return nil, err
+	}
+	if err := meter.stop(ctx, int(popped), m); err != nil {
+		return nil, err
+	}
+	m[mConsumed] = float64(popped)
+	left, err := floorLeft(ctx, r)
+	if err == nil && (popped < int64(sample) || left != int64(size)-popped) {
+		err = fmt.Errorf("two-phase floor: popped %d (sample %d) of %d, %d left in store and prepare", popped, sample, size, left)
+	}
+	return m, err
 }
 
 // drainFloor takes at least sample messages (or all) out of the bare keys
@@ -194,31 +204,7 @@ func floorBacklogName(size int) string { return floorBacklogPrefix + backlogName
 // backlogFloor fills the bare keys with size messages (priorities 17..1016)
 // and times the drain of the backlog sample through floorScript.
 func backlogFloor(ctx context.Context, e *env, size int) (metrics, error) {
-	r := newRedis(e.addr)
-	defer r.Close()
-	fillStart := time.Now()
-	if err := fillBare(ctx, r, size, "b", spreadPriority); err != nil {
-		return nil, err
-	}
-	m := metrics{mFillSeconds: time.Since(fillStart).Seconds()}
-	if err := floorScript.Load(ctx, r).Err(); err != nil {
-		return nil, err
-	}
-	sample := min(size, e.backlogSample)
-	meter := startMeter(ctx, e)
-	popped, err := drainFloor(ctx, r, max(e.rmqThreads, 1), floorBatch(e.config), sample)
-	if err != nil {
-		return nil, err
-	}
-	if err := meter.stop(ctx, int(popped), m); err != nil {
-		return nil, err
-	}
-	m[mConsumed] = float64(popped)
-	left, err := floorLeft(ctx, r)
-	if err == nil && (popped < int64(sample) || left != int64(size)-popped) {
-		err = fmt.Errorf("two-phase floor: popped %d (sample %d) of %d, %d left in store and prepare", popped, sample, size, left)
-	}
-	return m, err
+	return runFloor(ctx, e, size, min(size, e.backlogSample), "b", spreadPriority)
 }
 
 // floorLeft returns how many entries the bare keys and their prepare sets hold.
