@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -128,15 +126,10 @@ func runFloor(ctx context.Context, e *env, size, sample int, tag string, prio fu
 // many messages that was.
 func drainFloor(ctx context.Context, r *redis.Client, conns, batch, sample int) (int64, error) {
 	var popped, seq atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, conns)
-	for w := range conns {
-		wg.Go(func() {
-			errs[w] = drainFloorKeys(ctx, r, w, conns, batch, sample, &popped, &seq)
-		})
-	}
-	wg.Wait()
-	return popped.Load(), errors.Join(errs...)
+	err := parallel(conns, conns, func(w int) error {
+		return drainFloorKeys(ctx, r, w, conns, batch, sample, &popped, &seq)
+	})
+	return popped.Load(), err
 }
 
 // drainFloorKeys is one goroutine of drainFloor: it serves keys w,
