@@ -39,6 +39,7 @@ type config struct {
 	manyMessages  int           // manyslots: FixedTime messages sent during the window
 	backlogSizes  []int         // backlog: backlog sizes, the first is the base of the ratios
 	backlogSample int           // backlog: messages consumed (timed) out of a larger backlog
+	isolationN    int           // isolation: messages drained per run
 }
 
 func parseFlags() *config {
@@ -72,6 +73,7 @@ func parseFlags() *config {
 	flag.IntVar(&c.manyMessages, "manyslots-messages", 200, "manyslots: FixedTime messages sent during the window")
 	flag.StringVar(&backlogSizes, "backlog-sizes", "100000,1000000,10000000", "backlog: comma list of backlog sizes (the first is the base of the ratios)")
 	flag.IntVar(&c.backlogSample, "backlog-sample", 300000, "backlog: messages consumed (timed) out of a larger backlog")
+	flag.IntVar(&c.isolationN, "isolation-n", 500000, "isolation: messages drained per run (a share of two drains of n alone swings with the VM's hiccups)")
 	flag.Parse()
 	if c.rounds < 1 || c.n < 1000 {
 		log.Fatal("need -rounds >= 1 and -n >= 1000")
@@ -93,6 +95,9 @@ func parseFlags() *config {
 	}
 	if c.manyTopics < 1 || c.manySlots < 1 || c.manyMessages < 1 || c.backlogSample < 1000 || len(c.backlogSizes) == 0 {
 		log.Fatal("need -manyslots-topics, -manyslots-slots, -manyslots-messages >= 1, -backlog-sample >= 1000 and a -backlog-sizes entry")
+	}
+	if c.isolationN < 1000 {
+		log.Fatal("need -isolation-n >= 1000")
 	}
 	return c
 }

@@ -49,8 +49,8 @@ var isolationScenario = &scenario{
 	report: reportIsolation,
 }
 
-// rmqDrainBeside is rmqDrain on consumeSlots slots with e.rmqThreads threads,
-// beside (unless noisy is nil) a topic of noisySlots slots and threads holding
+// rmqDrainBeside is rmqDrain of e.isolationN messages on consumeSlots slots
+// with e.rmqThreads threads, beside (unless noisy is nil) a topic of noisySlots slots and threads holding
 // noisyMessages consumed by noisy, running before and during the timed drain.
 func rmqDrainBeside(ctx context.Context, e *env, noisy rmq.ListenerFunc) (metrics, error) {
 	var opts []rmq.Option
@@ -66,7 +66,8 @@ func rmqDrainBeside(ctx context.Context, e *env, noisy rmq.ListenerFunc) (metric
 	if err := s.define(ctx, topic, consumeSlots, rmq.Priority); err != nil {
 		return fail(err)
 	}
-	if err := s.fillPriority(ctx, topic, payloads(e.n, "c")); err != nil {
+	n := e.isolationN
+	if err := s.fillPriority(ctx, topic, payloads(n, "c")); err != nil {
 		return fail(err)
 	}
 	if noisy != nil {
@@ -86,7 +87,7 @@ func rmqDrainBeside(ctx context.Context, e *env, noisy rmq.ListenerFunc) (metric
 	if err := s.c.PauseTopic(ctx, topic); err != nil {
 		return fail(err)
 	}
-	l := newCountingListener(e.n)
+	l := newCountingListener(n)
 	if err := s.c.Subscribe(topic, l, rmq.WithThreads(e.rmqThreads)); err != nil {
 		return fail(err)
 	}
@@ -104,11 +105,11 @@ func rmqDrainBeside(ctx context.Context, e *env, noisy rmq.ListenerFunc) (metric
 	select {
 	case <-l.done:
 	case <-ctx.Done():
-		return fail(fmt.Errorf("drained %d of %d: %w", l.calls.Load(), e.n, ctx.Err()))
+		return fail(fmt.Errorf("drained %d of %d: %w", l.calls.Load(), n, ctx.Err()))
 	}
 	err = s.waitSettled(ctx, topic)
 	if err == nil {
-		err = meter.stop(ctx, e.n, m)
+		err = meter.stop(ctx, n, m)
 	}
 	return m, errors.Join(err, s.close())
 }
@@ -118,12 +119,12 @@ func reportIsolation(rep *report, res *scenarioResults) {
 		return
 	}
 	rep.printf("## 8. Isolation\n\n")
-	rep.printf("The consume scenario's drain (a backlog of n on a %d-slot Priority topic, no-op listener, %d threads), "+
+	rep.printf("The consume scenario's drain (a backlog of %s on a %d-slot Priority topic, no-op listener, %d threads), "+
 		"alone and beside a noisy topic in the same client: %d slots and threads holding %d messages whose listener "+
 		"blocks for %s or fails every call (retries and the breaker at their defaults). The drained topic starts "+
 		"paused and is resumed a second after Start, with the noisy one at work. Share is the per-round ratio of the "+
 		"drained topic's rate to its rate alone, median over rounds.\n\n",
-		consumeSlots, rep.cfg.rmqThreads, noisySlots, noisyMessages, noisyBlock)
+		thousands(int64(rep.cfg.isolationN)), consumeSlots, rep.cfg.rmqThreads, noisySlots, noisyMessages, noisyBlock)
 	t := newTable("drained topic", "msgs/s", "share of alone", "client CPU /100k msgs", "Redis CPU /100k msgs")
 	for _, name := range res.order {
 		share := "—"
@@ -133,11 +134,18 @@ func reportIsolation(rep *report, res *scenarioResults) {
 		t.add(append([]string{name, stat(res.values(name, mRate), num), share}, cpuCells(res, name)...)...)
 	}
 	t.write(rep.w)
+	rt := newTable(roundHead("Share of the rate alone", res.rounds)...)
 	for _, name := range []string{vIsoBlocking, vIsoFailing} {
 		if !res.has(name) || !res.has(vIsoAlone) {
 			continue
 		}
-		v := median(ratios(res.perRound(name, mRate), res.perRound(vIsoAlone, mRate)))
+		share := ratios(res.perRound(name, mRate), res.perRound(vIsoAlone, mRate))
+		rt.add(append([]string{name}, perRoundCells(share, pct)...)...)
+		v := median(share)
 		rep.target("Isolation: "+name, "≥ 90 % of the rate alone", pct(v), verdict(v, func(x float64) bool { return x >= 0.9 }))
+	}
+	if len(rt.rows) > 0 {
+		rep.printf("Per-round share of the rate alone (each round runs the three drains in a rotating order):\n\n")
+		rt.write(rep.w)
 	}
 }
