@@ -50,8 +50,9 @@ var isolationScenario = &scenario{
 }
 
 // rmqDrainBeside is rmqDrain of e.isolationN messages on consumeSlots slots
-// with e.rmqThreads threads, beside (unless noisy is nil) a topic of noisySlots slots and threads holding
-// noisyMessages consumed by noisy, running before and during the timed drain.
+// with e.rmqThreads threads, beside (unless noisy is nil) a topic of
+// noisySlots slots and threads holding noisyMessages consumed by noisy,
+// running before and during the timed drain.
 func rmqDrainBeside(ctx context.Context, e *env, noisy rmq.ListenerFunc) (metrics, error) {
 	var opts []rmq.Option
 	if e.rmqBatch > 0 {
