@@ -62,17 +62,20 @@ func reportBacklog(rep *report, res *scenarioResults) {
 	if largest == c.backlogSizes[0] || !res.has(backlogName(largest)) || !res.has(base) {
 		return
 	}
-	keeps := func(name string) float64 {
-		return median(ratios(res.perRound(name, mRate), res.perRound(backlogBase(name, c.backlogSizes[0]), mRate)))
-	}
-	v := keeps(backlogName(largest))
+	v := backlogKeeps(res, backlogName(largest), c.backlogSizes[0])
 	measured := pct(v)
 	if floor := floorBacklogName(largest); res.has(floor) && res.has(floorBacklogName(c.backlogSizes[0])) {
-		measured += " (two-phase floor " + pct(keeps(floor)) + " of its own)"
+		measured += " (two-phase floor " + pct(backlogKeeps(res, floor, c.backlogSizes[0])) + " of its own)"
 	}
 	rep.target("Deep backlog: "+backlogName(largest), "≥ "+pct(backlogTarget)+" of the "+base+" consume rate", measured,
 		verdict(v, func(x float64) bool { return x >= backlogTarget }))
 	reportBacklogFloor(rep, res, base, largest)
+}
+
+// backlogKeeps is the median over rounds of name's rate as a share of its
+// system's rate at the first size.
+func backlogKeeps(res *scenarioResults, name string, first int) float64 {
+	return median(ratios(res.perRound(name, mRate), res.perRound(backlogBase(name, first), mRate)))
 }
 
 // backlogBase is the row whose rate name's is a share of: the same system's
@@ -111,6 +114,6 @@ func reportBacklogFloor(rep *report, res *scenarioResults, base string, largest 
 		rep.printf("The two-phase floor (the consume scenario's script that only commits a key's last batch and pops the "+
 			"next into prepare, none of RMQ's checks) grows by %.1f µs (%.1f → %.1f µs) and keeps %s of its rate at %s.\n\n",
 			cpu(floor1)-cpu(floor0), cpu(floor0), cpu(floor1),
-			pct(median(ratios(res.perRound(floor1, mRate), res.perRound(floor0, mRate)))), backlogName(largest))
+			pct(backlogKeeps(res, floor1, rep.cfg.backlogSizes[0])), backlogName(largest))
 	}
 }

@@ -150,17 +150,17 @@ func drainFloorKeys(ctx context.Context, r *redis.Client, w, conns, batch, sampl
 		delete(pending, k)
 		one, _ := res[0].(string)
 		items, _ := res[1].([]any)
-		stride, got := 2, len(items)/2
+		got := len(items) // read each priority, as a consumer does
 		if one != "" {
-			stride, got = 1, len(items)
-			if _, err := strconv.ParseInt(one, 10, 64); err != nil {
-				return 0, fmt.Errorf("two-phase floor: score %q: %w", one, err)
+			if err := floorScore(one); err != nil {
+				return 0, err
 			}
-		}
-		for i := 1; stride == 2 && i < len(items); i += 2 { // read each priority, as a consumer does
-			s, _ := items[i].(string)
-			if _, err := strconv.ParseInt(s, 10, 64); err != nil {
-				return 0, fmt.Errorf("two-phase floor: score %q: %w", s, err)
+		} else {
+			got /= 2
+			for i := 1; i < len(items); i += 2 {
+				if err := floorScore(items[i]); err != nil {
+					return 0, err
+				}
 			}
 		}
 		if got > 0 {
@@ -186,6 +186,15 @@ func drainFloorKeys(ctx context.Context, r *redis.Client, w, conns, batch, sampl
 		if _, err := call(k, 0); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// floorScore parses a score of floorScript's reply as a priority.
+func floorScore(v any) error {
+	s, _ := v.(string)
+	if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+		return fmt.Errorf("two-phase floor: score %q: %w", s, err)
 	}
 	return nil
 }

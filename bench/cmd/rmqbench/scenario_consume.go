@@ -50,24 +50,25 @@ var consumeScenario = &scenario{
 	report: reportConsume,
 }
 
+// consumePriorities says which priorities the drain of variant name sends.
+func consumePriorities(name string) string {
+	if name == vConsumeRMQOne || name == vConsumeFloorOne {
+		return "every message priority 500"
+	}
+	return "priorities 17..1016"
+}
+
 func consumeSettings(e *config, name string) string {
 	switch name {
 	case vConsumeRMQ, vConsumeRMQDef, vConsumeRMQOne:
-		batch, prios := "default batch size (256)", "priorities 17..1016"
+		batch := "default batch size (256)"
 		if e.rmqBatch > 0 && name != vConsumeRMQDef {
 			batch = fmt.Sprintf("WithBatchSize(%d)", e.rmqBatch)
 		}
-		if name == vConsumeRMQOne {
-			prios = "every message priority 500"
-		}
-		return fmt.Sprintf("Priority topic, %d slots, WithThreads(%d), %s, %s", consumeSlots, e.rmqThreads, batch, prios)
+		return fmt.Sprintf("Priority topic, %d slots, WithThreads(%d), %s, %s", consumeSlots, e.rmqThreads, batch, consumePriorities(name))
 	case vConsumeFloor, vConsumeFloorOne:
-		prios := "priorities 17..1016"
-		if name == vConsumeFloorOne {
-			prios = "every message priority 500"
-		}
 		return fmt.Sprintf("one script call per batch and key: commit the last batch, pop %d into prepare; "+
-			"%d connections, 64 keys, %s", floorBatch(e), max(e.rmqThreads, 1), prios)
+			"%d connections, 64 keys, %s", floorBatch(e), max(e.rmqThreads, 1), consumePriorities(name))
 	case vConsumeAsynq:
 		return fmt.Sprintf("Concurrency %d, one queue, handler returns nil (task deleted on success)", e.asynqConc)
 	case vConsumeAdjust:

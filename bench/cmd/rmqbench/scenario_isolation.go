@@ -126,21 +126,27 @@ func reportIsolation(rep *report, res *scenarioResults) {
 		"paused and is resumed a second after Start, with the noisy one at work. Share is the per-round ratio of the "+
 		"drained topic's rate to its rate alone, median over rounds.\n\n",
 		thousands(int64(rep.cfg.isolationN)), consumeSlots, rep.cfg.rmqThreads, noisySlots, noisyMessages, noisyBlock)
+	shares := map[string][]float64{} // per round, of the rate alone
+	for _, name := range []string{vIsoBlocking, vIsoFailing} {
+		if res.has(name) && res.has(vIsoAlone) {
+			shares[name] = ratios(res.perRound(name, mRate), res.perRound(vIsoAlone, mRate))
+		}
+	}
 	t := newTable("drained topic", "msgs/s", "share of alone", "client CPU /100k msgs", "Redis CPU /100k msgs")
 	for _, name := range res.order {
 		share := "—"
-		if name != vIsoAlone && res.has(vIsoAlone) {
-			share = pct(median(ratios(res.perRound(name, mRate), res.perRound(vIsoAlone, mRate))))
+		if s, ok := shares[name]; ok {
+			share = pct(median(s))
 		}
 		t.add(append([]string{name, stat(res.values(name, mRate), num), share}, cpuCells(res, name)...)...)
 	}
 	t.write(rep.w)
 	rt := newTable(roundHead("Share of the rate alone", res.rounds)...)
 	for _, name := range []string{vIsoBlocking, vIsoFailing} {
-		if !res.has(name) || !res.has(vIsoAlone) {
+		share, ok := shares[name]
+		if !ok {
 			continue
 		}
-		share := ratios(res.perRound(name, mRate), res.perRound(vIsoAlone, mRate))
 		rt.add(append([]string{name}, perRoundCells(share, pct)...)...)
 		v := median(share)
 		rep.target("Isolation: "+name, "≥ 90 % of the rate alone", pct(v), verdict(v, func(x float64) bool { return x >= 0.9 }))
