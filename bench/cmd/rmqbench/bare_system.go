@@ -23,15 +23,12 @@ func bareKey(p []byte) string {
 // bareKeyOf is the key of bare slot i.
 func bareKeyOf(i int) string { return "bare:{" + strconv.Itoa(i) + "}" }
 
-// bareScore is the score of the i-th member, as RMQ's Priority messages get it.
-func bareScore(i int) int64 { return int64(17 + i%1000) }
-
 // bareZAdd writes pl with go-redis pipelines of batch commands, one member per ZADD.
 func bareZAdd(ctx context.Context, r *redis.Client, pl [][]byte, batch int) error {
 	for start := 0; start < len(pl); start += batch {
 		pipe := r.Pipeline()
 		for i := start; i < min(start+batch, len(pl)); i++ {
-			pipe.ZAdd(ctx, bareKey(pl[i]), redis.Z{Score: float64(bareScore(i)), Member: pl[i]})
+			pipe.ZAdd(ctx, bareKey(pl[i]), redis.Z{Score: float64(spreadPriority(i)), Member: pl[i]})
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err

@@ -175,7 +175,7 @@ func zaddDuplex(ctx context.Context, addrs []string, route []int, pl [][]byte, g
 		end := min(start+k, len(pl))
 		for i := start; i < end; i++ {
 			c := routeOf(route, i)
-			bufs[c] = appendRawZAdd(bufs[c], bareKey(pl[i]), bareScore(i), pl[i])
+			bufs[c] = appendRawZAdd(bufs[c], bareKey(pl[i]), spreadPriority(i), pl[i])
 		}
 		for c, b := range bufs {
 			if len(b) == 0 {
@@ -242,7 +242,7 @@ func zaddReply(rd *bufio.Reader) error {
 // yardstick's keys and scores.
 func appendRawZAdds(b []byte, pl [][]byte, start, end int) []byte {
 	for i := start; i < end; i++ {
-		b = appendRawZAdd(b, bareKey(pl[i]), bareScore(i), pl[i])
+		b = appendRawZAdd(b, bareKey(pl[i]), spreadPriority(i), pl[i])
 	}
 	return b
 }
