@@ -27,6 +27,12 @@
 //
 // and reports calls, duplicates, not-owner calls, workers' exit codes and,
 // for every event, how long until every slot was served again.
+//
+// The top-level tests run in parallel with one another (each has its own
+// namespace and worker processes, and none touches what another uses: only
+// TestChurnZooKeeper kills the ZooKeeper leader, only TestChurnRedis its
+// private Redis); the runs inside each test stay one after another, so that
+// a test run alone (-run TestChurnRedis) measures its events as before.
 package churn_test
 
 import (
@@ -85,6 +91,7 @@ const (
 // workers joining, stopping, crashing and freezing; then the ZooKeeper leader
 // dying.
 func TestChurnZooKeeper(t *testing.T) {
+	t.Parallel()
 	t.Run("workers", func(t *testing.T) { testChurnWorkers(t, zookeeperKind, singleRedis) })
 	t.Run("zk-leader-kill", testChurnZKLeader)
 }

@@ -20,6 +20,7 @@ import (
 // a join and a graceful stop; and a process of the local coordinator, started
 // beside them, is refused with ErrNamespaceBusy.
 func TestChurnDefaultOptions(t *testing.T) {
+	t.Parallel()
 	r := newChurnRun(t, defaultKind, singleRedis)
 	r.startFeed()
 	r.begin("w1", "w2")

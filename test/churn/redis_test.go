@@ -20,6 +20,7 @@ import (
 // the single Redis a thread's slots pop together (one pipeline of cycle
 // calls), so those round trips meet them as well.
 func TestChurnRedis(t *testing.T) {
+	t.Parallel()
 	t.Run("redis-restart", func(t *testing.T) {
 		srv := testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 		testChurnWorkersRestarting(t, redisKind, churnDeployment("addr:"+srv.Addr()), srv, churnLookahead)
