@@ -28,11 +28,13 @@
 // and reports calls, duplicates, not-owner calls, workers' exit codes and,
 // for every event, how long until every slot was served again.
 //
-// The top-level tests run in parallel with one another (each has its own
-// namespace and worker processes, and none touches what another uses: only
-// TestChurnZooKeeper kills the ZooKeeper leader, only TestChurnRedis its
-// private Redis); the runs inside each test stay one after another, so that
-// a test run alone (-run TestChurnRedis) measures its events as before.
+// The top-level tests run in parallel with one another: each has its own
+// namespace and worker processes, and what two of them share (the test
+// servers' Redis and Cluster) none kills or freezes; the ZooKeeper ensemble
+// whose leader TestChurnZooKeeper kills serves that test alone, and the Redis
+// that TestChurnRedis restarts is its own. The runs inside each test stay one
+// after another, so that a test run alone (-run TestChurnRedis) measures its
+// events as before.
 package churn_test
 
 import (
