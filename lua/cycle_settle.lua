@@ -25,7 +25,10 @@ local function rollback(m, left)
     redis.call('ZADD', store, left - 1, m)
     return
   end
-  local s = (nowMs + wait) * RETRY_SCALE + (left - 1)
+  -- Due at the first whole millisecond at least wait after now (to the
+  -- microsecond): from nowMs, rounded down, a retry would come up to 1 ms
+  -- before its wait is over.
+  local s = (math.ceil(nowUs / 1000) + wait) * RETRY_SCALE + (left - 1)
   local old = redis.call('ZSCORE', retry, m)
   if (not old) or tonumber(old) > s then
     redis.call('ZADD', retry, s, m)

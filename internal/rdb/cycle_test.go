@@ -341,13 +341,15 @@ func TestCycleTimeoutHonoursBackoff(t *testing.T) {
 	f.b.Mini.SetTime(start)
 	res := f.cycle(CycleRequest{Priority: true, Max: 1, Timeout: 5 * time.Second})
 	require.Len(t, res.Deliveries, 1)
-	f.b.Mini.SetTime(start.Add(7 * time.Second))
+	at := start.Add(7 * time.Second)
+	f.b.Mini.SetTime(at)
 	res = f.cycle(CycleRequest{Priority: true, Max: 1, Timeout: 5 * time.Second, Waits: firstWaits(9 * time.Second)})
 	assert.Empty(t, res.Deliveries, "retry 1 waits 9 s")
 	s, ok := f.score(f.keys.Retry, "m")
 	require.True(t, ok)
-	assert.Equal(t, res.NowMs+9000, int64(s)/32)
-	assert.Equal(t, res.NowMs+9000, res.NextMs)
+	due := (at.UnixMicro()+999)/1000 + 9000 // the first whole millisecond 9 s after the timeout was noticed
+	assert.Equal(t, due, int64(s)/32)
+	assert.Equal(t, due, res.NextMs)
 }
 
 func TestCycleNextDueAndIdle(t *testing.T) {
