@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,7 @@ func benchmarkSendOn(b *testing.B, r redis.UniversalClient, senders int, stream 
 		b.Fatal(err)
 	}
 	var seq atomic.Int64
+	cpu0 := serversCPU(ctx, r)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -135,6 +137,9 @@ func benchmarkSendOn(b *testing.B, r redis.UniversalClient, senders int, stream 
 	}
 	wg.Wait()
 	b.StopTimer()
+	if cpu0 >= 0 {
+		b.ReportMetric((serversCPU(ctx, r)-cpu0)*1e6/float64(per*senders), "redis-µs/msg")
+	}
 	n := &c.counters.send
 	b.ReportMetric(float64(n.Sent.Load())/float64(max(n.Writes.Load(), 1)), "msgs/write")
 	b.ReportMetric(float64(per*senders)/b.Elapsed().Seconds(), "msgs/s")
@@ -142,4 +147,47 @@ func benchmarkSendOn(b *testing.B, r redis.UniversalClient, senders int, stream 
 	for _, k := range c.topics.get("t").slots {
 		r.Del(ctx, k.Store)
 	}
+}
+
+// serversCPU returns the CPU seconds every server of r (each node of a
+// Cluster, replicas included) has spent (INFO cpu), or -1 where INFO cannot
+// say (miniredis).
+func serversCPU(ctx context.Context, r redis.UniversalClient) float64 {
+	var mu sync.Mutex
+	total := 0.0
+	add := func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "cpu").Result()
+		if err != nil {
+			return err
+		}
+		found := 0
+		for line := range strings.SplitSeq(info, "\r\n") {
+			name, v, _ := strings.Cut(line, ":")
+			if name == "used_cpu_sys" || name == "used_cpu_user" {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				total += f
+				mu.Unlock()
+				found++
+			}
+		}
+		if found != 2 {
+			return fmt.Errorf("no CPU figures in INFO cpu")
+		}
+		return nil
+	}
+	var err error
+	switch c := r.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachShard(ctx, add)
+	case *redis.Client:
+		err = add(ctx, c)
+	}
+	if err != nil {
+		return -1
+	}
+	return total
 }

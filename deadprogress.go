@@ -47,7 +47,7 @@ func (c *Client) RequeueDeadProgress(ctx context.Context, topic string, progress
 			}
 			p.Done += k
 			if k > 0 {
-				woken = append(woken, rdb.Wake{Channel: t.wake, Slot: slot})
+				woken = append(woken, rdb.Wake{Channel: t.wake, Shard: t.slots[slot].Wake, Slot: slot})
 				if progress != nil {
 					progress(p)
 				}
@@ -65,7 +65,7 @@ func (c *Client) RequeueDeadProgress(ctx context.Context, topic string, progress
 // due.
 func (c *Client) wakeRequeued(ctx context.Context, woken []rdb.Wake) {
 	for _, p := range rdb.WakePublications(woken) {
-		if err := c.broker.Publish(ctx, p.Channel, string(p.Payload)); err != nil {
+		if err := c.broker.PublishWake(ctx, p); err != nil {
 			c.cfg.logger.Warn("rmq: wake-up publish failed", "err", err)
 		}
 	}

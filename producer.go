@@ -105,7 +105,7 @@ func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time) 
 		return rdb.Entry{}, nil, fmt.Errorf("%w: topic %q is %s, message is %s", ErrTopicTypeMismatch, t.Name, t.Type, o.typ)
 	}
 	slot := slotOf(o.content, o.basis, t.SlotAmount)
-	key, wake := t.slots[slot].Store, rdb.Wake{Channel: t.wake, Slot: slot}
+	key, wake := t.slots[slot].Store, rdb.Wake{Channel: t.wake, Shard: t.slots[slot].Wake, Slot: slot}
 	if t.Type == Priority {
 		return rdb.PriorityEntry(key, o.content, o.priority, wake), t, nil
 	}

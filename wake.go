@@ -13,20 +13,34 @@ import (
 // message reaches its listener within milliseconds while idle slots stay
 // quiet. Pub/sub is lossy across reconnects, so every (re)subscription wakes
 // every slot, and the idle sweep bounds what remains. On a Cluster the
-// broker listens through two masters, so a dead one does not silence it.
+// broker listens through two masters, so a dead one does not silence it,
+// and producers publish to each slot's sharded channel instead, which the
+// broker follows on the slot's master: a (re)subscription to one wakes its
+// slot.
 //
 // The same connection follows the control channel, where changes of a
 // topic's flow control are announced.
 type wakeListener struct {
 	c         *Client
 	byChannel map[string]*subscription
+	byShard   map[string]shardOf // a slot's sharded wake channel → the slot
 	control   *controlWatcher
 }
 
+// shardOf is the slot whose sharded wake channel it is.
+type shardOf struct {
+	sub  *subscription
+	slot int
+}
+
 func newWakeListener(c *Client, subs map[string]*subscription, control *controlWatcher) *wakeListener {
-	w := &wakeListener{c: c, byChannel: make(map[string]*subscription, len(subs)), control: control}
+	w := &wakeListener{c: c, byChannel: make(map[string]*subscription, len(subs)),
+		byShard: make(map[string]shardOf), control: control}
 	for _, s := range subs {
 		w.byChannel[s.topic.wake] = s
+		for i, keys := range s.topic.slots {
+			w.byShard[keys.Wake] = shardOf{s, i}
+		}
 	}
 	return w
 }
@@ -42,11 +56,18 @@ func (w *wakeListener) run(ctx context.Context) {
 	for ch := range w.byChannel {
 		channels = append(channels, ch)
 	}
-	w.c.broker.Listen(ctx, channels, func(msg any) {
+	shards := make([]string, 0, len(w.byShard))
+	for ch := range w.byShard {
+		shards = append(shards, ch)
+	}
+	w.c.broker.Listen(ctx, channels, shards, func(msg any) {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if s := w.byChannel[m.Channel]; s != nil && m.Kind == "subscribe" {
 				s.wakeAll()
+			}
+			if sh, ok := w.byShard[m.Channel]; ok && m.Kind == "ssubscribe" {
+				sh.sub.wakeSlot(sh.slot)
 			}
 			if m.Channel == control && m.Kind == "subscribe" {
 				w.control.poke()
@@ -54,6 +75,8 @@ func (w *wakeListener) run(ctx context.Context) {
 		case *redis.Message:
 			if s := w.byChannel[m.Channel]; s != nil {
 				s.wakeSlots(m.Payload)
+			} else if sh, ok := w.byShard[m.Channel]; ok {
+				sh.sub.wakeSlots(m.Payload)
 			} else if m.Channel == control {
 				w.control.poke()
 			}
@@ -82,8 +105,13 @@ func (s *subscription) wakeSlots(payload string) {
 // wakeAll makes every held slot of s look at Redis at once.
 func (s *subscription) wakeAll() {
 	for slot := range s.holders {
-		if t := s.holders[slot].Load(); t != nil {
-			t.wake(slot, 0)
-		}
+		s.wakeSlot(slot)
+	}
+}
+
+// wakeSlot makes slot, if held, look at Redis at once.
+func (s *subscription) wakeSlot(slot int) {
+	if t := s.holders[slot].Load(); t != nil {
+		t.wake(slot, 0)
 	}
 }

@@ -97,14 +97,15 @@ type Broker interface {
 	Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool) ([]PendingEntry, error)
 	// DeleteDead deletes one dead member of a slot; it reports whether it was there.
 	DeleteDead(ctx context.Context, keys SlotKeys, member []byte) (bool, error)
-	// Publish sends one pub/sub message.
-	Publish(ctx context.Context, channel, payload string) error
-	// Listen follows channels until ctx ends, handing deliver each
-	// *redis.Message and *redis.Subscription (a subscription or a
-	// resubscription after a reconnect, across which messages were lost),
-	// one at a time; on a Cluster it survives the death of a master (see
-	// pubsub.go). It returns once nothing of it runs any more.
-	Listen(ctx context.Context, channels []string, deliver func(msg any))
+	// PublishWake sends one wake-up publication (see Publication).
+	PublishWake(ctx context.Context, p Publication) error
+	// Listen follows channels until ctx ends, and on a Cluster the sharded
+	// channels shards too, handing deliver each *redis.Message and
+	// *redis.Subscription (a subscription or a resubscription after a
+	// reconnect, across which messages were lost; Kind "ssubscribe" for a
+	// sharded channel), one at a time; on a Cluster it survives the death of
+	// a master (see pubsub.go). It returns once nothing of it runs any more.
+	Listen(ctx context.Context, channels, shards []string, deliver func(msg any))
 }
 
 // Entry is one message to add to a store set, and the wake-up that follows it.
@@ -116,9 +117,12 @@ type Entry struct {
 	Wake   Wake
 }
 
-// Publication is a pub/sub message sent after the entries of a write.
+// Publication is a pub/sub message sent after the entries of a write: to
+// Channel with PUBLISH on a single node, to Shard with SPUBLISH on a Cluster
+// (Channel there when Shard is empty).
 type Publication struct {
 	Channel string
+	Shard   string // the sharded channel of the first slot the payload names
 	Payload []byte
 }
 

@@ -5,15 +5,18 @@ import (
 	"time"
 )
 
-// Held wake-ups. On a Cluster a PUBLISH is carried to every node over the
-// cluster bus, so a publication per write, as on a single node, costs every
-// node of the Cluster a message per write. A Cluster's streams therefore
-// hold a write's wake-ups for up to wakeHold and publish them together with
-// a later write of the same stream, after its entries, or on their own once
-// wakeHold has passed (the sender's writer does that when the Cluster
-// strategy's timer queues a flush). The order that makes a wake-up safe (its
-// entries are stored when a consumer hears of it) is kept, since one
-// connection carries both.
+// Held wake-ups. On a Cluster a wake-up costs more than on a single node: its
+// SPUBLISH (see shardsub.go) is carried over the cluster bus to the master's
+// replica, and with a PUBLISH to every node. A publication per write, as on
+// a single node, would cost the master and its replica a message per write.
+// A Cluster's streams therefore hold a write's wake-ups for up to wakeHold
+// and publish them together with a later write of the same stream, after its
+// entries, or on their own once wakeHold has passed (the sender's writer does
+// that when the Cluster strategy's timer queues a flush). The order that
+// makes a wake-up safe (its entries are stored when a consumer hears of it)
+// is kept, since one connection carries both. Measured with sharded
+// wake-ups (Send from 16 goroutines, 3 masters, 6 interleaved pairs): the
+// nodes spent 27.7 µs of CPU per message with the hold, 32.1 without.
 
 // wakeHold is the longest a stream holds a wake-up.
 const wakeHold = time.Millisecond

@@ -20,7 +20,11 @@ func (k Keyspace) Topics() string { return k.ns + ":topics" }
 
 // WakeChannel is the pub/sub channel on which producers tell consumers of
 // topic that slots have messages due soon. Payload: "slot:dueMs,slot:dueMs,…",
-// the earliest due time per slot in Unix ms, 0 for "due now".
+// the earliest due time per slot in Unix ms, 0 for "due now". On a Cluster,
+// where a PUBLISH is carried to every node, wake-ups go instead to the
+// sharded channel of a slot (SlotKeys.Wake, SPUBLISH), which stays on the
+// shard that holds the slot; the payload is the same and may name other
+// slots of the topic that the same master holds.
 func (k Keyspace) WakeChannel(topic string) string { return k.ns + ":wake:" + topic }
 
 // The coordination keys of a namespace share the hash tag "{<namespace>}", so
@@ -97,6 +101,7 @@ type SlotKeys struct {
 	Retry   string // zset: failed messages waiting to retry (score: due ms*32 + retries left)
 	Dead    string // zset: messages out of retries (score: time of death in ms)
 	Owner   string // string: the slot's owner record (see RecordFence, TokenFence)
+	Wake    string // sharded pub/sub channel: the slot's wake-ups on a Cluster (see WakeChannel)
 }
 
 // Slot returns the keys of slot i of topic.
@@ -108,6 +113,7 @@ func (k Keyspace) Slot(topic string, i int) SlotKeys {
 		Retry:   tag + "retry",
 		Dead:    tag + "dead",
 		Owner:   tag + "owner",
+		Wake:    tag + "wake",
 	}
 }
 

@@ -9,9 +9,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Publish implements Broker.
-func (b *redisBroker) Publish(ctx context.Context, channel, payload string) error {
-	return b.rdb.Publish(ctx, channel, payload).Err()
+// PublishWake implements Broker.
+func (b *redisBroker) PublishWake(ctx context.Context, p Publication) error {
+	return b.publish(ctx, b.rdb, p).Err()
+}
+
+// publish sends p through c (a client or a pipeline): on a Cluster to its
+// sharded channel, which the cluster bus carries only to that shard's
+// replicas, where a PUBLISH goes to every node.
+func (b *redisBroker) publish(ctx context.Context, c redis.Cmdable, p Publication) *redis.IntCmd {
+	if b.topo != nil && p.Shard != "" {
+		return c.SPublish(ctx, p.Shard, p.Payload)
+	}
+	return c.Publish(ctx, p.Channel, p.Payload)
 }
 
 // listenNodes is how many masters of a Cluster a Listen subscribes through:
@@ -29,8 +39,10 @@ const listenRefresh = time.Second
 // and the slot map reloaded) nothing arrives; so Listen subscribes through
 // listenNodes masters at once, chosen from the client's slot map and looked
 // at again every listenRefresh, and delivers what either receives: every
-// message and (re)subscription arrives about once per node.
-func (b *redisBroker) Listen(ctx context.Context, channels []string, deliver func(msg any)) {
+// message and (re)subscription arrives about once per node. There it also
+// follows the sharded channels shards, each on its own master (shardsub.go);
+// on a single node, where wake-ups are not sharded, it ignores them.
+func (b *redisBroker) Listen(ctx context.Context, channels, shards []string, deliver func(msg any)) {
 	if b.topo == nil {
 		ps := b.rdb.Subscribe(ctx, channels...)
 		defer ps.Close()
@@ -51,6 +63,9 @@ func (b *redisBroker) Listen(ctx context.Context, channels []string, deliver fun
 		}
 		wg.Wait()
 	}()
+	if len(shards) > 0 {
+		wg.Go(func() { b.listenShards(ctx, shards, serial) })
+	}
 	for {
 		want := b.listenMasters(ctx)
 		for addr, stop := range subs {

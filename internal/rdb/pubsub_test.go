@@ -34,7 +34,7 @@ func TestListenSurvivesADeadMaster(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		br.Listen(lctx, []string{channel}, func(msg any) {
+		br.Listen(lctx, []string{channel}, nil, func(msg any) {
 			if m, ok := msg.(*redis.Message); ok {
 				got <- m.Payload
 			}

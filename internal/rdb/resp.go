@@ -88,10 +88,16 @@ func appendWait(b []byte, a ReplicaAck) []byte {
 	return appendBulk(b, strconv.AppendInt(num[:0], a.Timeout.Milliseconds(), 10))
 }
 
-// appendPublish writes PUBLISH channel payload.
-func appendPublish(b []byte, p *Publication) []byte {
-	b = append(b, "*3\r\n$7\r\nPUBLISH\r\n"...)
-	b = appendBulk(b, p.Channel)
+// appendPublish writes PUBLISH channel payload, or SPUBLISH shard payload
+// when sharded and p has a sharded channel.
+func appendPublish(b []byte, p *Publication, sharded bool) []byte {
+	if sharded && p.Shard != "" {
+		b = append(b, "*3\r\n$8\r\nSPUBLISH\r\n"...)
+		b = appendBulk(b, p.Shard)
+	} else {
+		b = append(b, "*3\r\n$7\r\nPUBLISH\r\n"...)
+		b = appendBulk(b, p.Channel)
+	}
 	return appendBulk(b, p.Payload)
 }
 

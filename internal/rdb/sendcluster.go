@@ -13,7 +13,8 @@ import (
 // sendCluster is the full-duplex strategy on a Cluster client: a send stream
 // per master (sendstream.go), each entry written to the master that the
 // client's slot map names for its key. Wake-ups go with the entries they
-// follow, on the same stream (a PUBLISH reaches the whole Cluster).
+// follow, on the same stream, to the sharded channel of a slot of that
+// master (SPUBLISH), so they stay on its shard.
 //
 // A failure that says the slot map may be stale (a dead or refusing node,
 // MOVED, ASK, CLUSTERDOWN, TRYAGAIN) asks the topology for a reload, and the
@@ -128,7 +129,7 @@ func (c *sendCluster) streamFor(ctx context.Context, key string) (*sendStream, e
 		if s = newSendStream(node, c.ack, c.log); s == nil {
 			return nil, errNoStream
 		}
-		s.holding, s.spin = new(heldWakes), clusterSpinPolls
+		s.holding, s.spin, s.sharded = new(heldWakes), clusterSpinPolls, true
 		c.streams[addr] = s
 	}
 	return s, nil

@@ -16,26 +16,31 @@ import (
 )
 
 // TestClusterStreamsHoldWakeUps: on a Cluster, a lone Send's wake-up still
-// comes within milliseconds (held at most wakeHold), its entry is stored by
-// the time it arrives, and a burst of Sends publishes its wake-ups at most
-// once per wakeHold and stream, fewer than it makes writes.
+// comes within milliseconds (held at most wakeHold), on its slot's sharded
+// channel, its entry is stored by the time it arrives, and a burst of Sends
+// publishes its wake-ups at most once per wakeHold and stream, fewer than it
+// makes writes, each on the sharded channel of a slot it names.
 func TestClusterStreamsHoldWakeUps(t *testing.T) {
 	b := testenv.Cluster(t)
 	br, ks, counts := sendBroker(t, b, true)
 	require.IsType(t, &sendCluster{}, br.(*redisBroker).send.strategy)
 	ctx := context.Background()
+	const n, slots = 2000, 16
 	ch := ks.WakeChannel("t")
-	ps := b.Redis.Subscribe(ctx, ch)
-	defer ps.Close()
-	_, err := ps.Receive(ctx)
-	require.NoError(t, err)
+	shards := slotWakes(ks, "t", slots)
+	l := listenShards(t, br.(*redisBroker), shards)
+	l.waitSubscribed(t, shards, 1, 10*time.Second)
+	wake := func(slot int, dueMs int64) Wake {
+		return Wake{Channel: ch, Shard: ks.Slot("t", slot).Wake, Slot: slot, DueMs: dueMs}
+	}
 
 	key := ks.Slot("t", 3).Store
 	sent := time.Now()
-	require.NoError(t, br.Send(ctx, Entry{Key: key, Score: 1, Member: []byte("lone"), Wake: Wake{Channel: ch, Slot: 3}}))
+	require.NoError(t, br.Send(ctx, Entry{Key: key, Score: 1, Member: []byte("lone"), Wake: wake(3, 0)}))
 	select {
-	case m := <-ps.Channel():
+	case m := <-l.msgs:
 		took := time.Since(sent)
+		assert.Equal(t, shards[3], m.Channel)
 		assert.Equal(t, "3:0", m.Payload)
 		assert.Less(t, took, 100*time.Millisecond, "a held wake-up goes out within wakeHold and the timer's turn")
 		_, err := b.Redis.ZScore(ctx, key, "lone").Result()
@@ -44,7 +49,6 @@ func TestClusterStreamsHoldWakeUps(t *testing.T) {
 		t.Fatal("no wake-up")
 	}
 
-	const n, slots = 2000, 16
 	var wg sync.WaitGroup
 	writesBefore := counts.Writes.Load()
 	burst := time.Now()
@@ -53,7 +57,7 @@ func TestClusterStreamsHoldWakeUps(t *testing.T) {
 			for i := g; i < n; i += 16 {
 				slot := i % slots
 				e := Entry{Key: ks.Slot("t", slot).Store, Score: float64(i), Member: fmt.Appendf(nil, "m-%d", i),
-					Wake: Wake{Channel: ch, Slot: slot, DueMs: 5}}
+					Wake: wake(slot, 5)}
 				assert.NoError(t, br.Send(ctx, e))
 			}
 		})
@@ -65,12 +69,13 @@ func TestClusterStreamsHoldWakeUps(t *testing.T) {
 	quiet := time.NewTimer(200 * time.Millisecond)
 	for done := false; !done; {
 		select {
-		case m := <-ps.Channel():
+		case m := <-l.msgs:
 			pubs++
+			first, _, _ := strings.Cut(m.Payload, ":")
+			assert.Equal(t, m.Channel, shards[atoi(t, first)], "published on the channel of the first slot named")
 			for item := range strings.SplitSeq(m.Payload, ",") {
 				slot, _, _ := strings.Cut(item, ":")
-				s, _ := strconv.Atoi(slot)
-				woken[s] = true
+				woken[atoi(t, slot)] = true
 			}
 		case <-quiet.C:
 			done = true
@@ -88,4 +93,11 @@ func TestClusterStreamsHoldWakeUps(t *testing.T) {
 	windows := int(elapsed/wakeHold) + 2
 	assert.LessOrEqual(t, pubs, streams*windows, "wake-ups are held and published together, at most once per wakeHold and stream")
 	assert.Less(t, pubs, int(writes), "fewer publications than writes")
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }

@@ -160,7 +160,7 @@ func (b *redisBroker) storeOn(ctx context.Context, client pipeliner, entries []E
 	}
 	pubCmds := make([]*redis.IntCmd, 0, len(pubs))
 	for _, p := range pubs {
-		pubCmds = append(pubCmds, pipe.Publish(ctx, p.Channel, p.Payload))
+		pubCmds = append(pubCmds, b.publish(ctx, pipe, p))
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command below
 

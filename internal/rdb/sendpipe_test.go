@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -46,19 +47,16 @@ func TestBrokerSendStoresAndWakes(t *testing.T) {
 			t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 				br, ks, counts := sendBroker(t, b, stream)
 				ctx := context.Background()
-				ch := ks.WakeChannel("t")
-				ps := b.Redis.Subscribe(ctx, ch)
-				defer ps.Close()
-				_, err := ps.Receive(ctx) // subscribed
-				require.NoError(t, err)
-
 				const n, slots = 64, 8
+				ch := ks.WakeChannel("t")
+				pubs := wakeUps(t, b, br.(*redisBroker), ch, slotWakes(ks, "t", slots))
+
 				var wg sync.WaitGroup
 				for i := range n {
 					wg.Go(func() {
 						slot := i % slots
 						e := Entry{Key: ks.Slot("t", slot).Store, Score: float64(i), Member: fmt.Appendf(nil, "m-%d", i),
-							Wake: Wake{Channel: ch, Slot: slot, DueMs: int64(1000 + i)}}
+							Wake: Wake{Channel: ch, Shard: ks.Slot("t", slot).Wake, Slot: slot, DueMs: int64(1000 + i)}}
 						assert.NoError(t, br.Send(ctx, e))
 					})
 				}
@@ -72,7 +70,7 @@ func TestBrokerSendStoresAndWakes(t *testing.T) {
 				deadline := time.After(5 * time.Second)
 				for len(woken) < slots {
 					select {
-					case m := <-ps.Channel():
+					case m := <-pubs:
 						for item := range strings.SplitSeq(m.Payload, ",") {
 							slot, due, ok := strings.Cut(item, ":")
 							require.True(t, ok, "payload %q", m.Payload)
@@ -88,6 +86,22 @@ func TestBrokerSendStoresAndWakes(t *testing.T) {
 			})
 		}
 	})
+}
+
+// wakeUps returns what is published of topic's wake-ups: on its channel ch
+// on a single node, on the slots' sharded channels shards on a Cluster, once
+// subscribed to all.
+func wakeUps(t *testing.T, b testenv.Backend, br *redisBroker, ch string, shards []string) <-chan *redis.Message {
+	if br.topo != nil {
+		l := listenShards(t, br, shards)
+		l.waitSubscribed(t, shards, 1, 10*time.Second)
+		return l.msgs
+	}
+	ps := b.Redis.Subscribe(context.Background(), ch)
+	t.Cleanup(func() { ps.Close() })
+	_, err := ps.Receive(context.Background()) // subscribed
+	require.NoError(t, err)
+	return ps.Channel()
 }
 
 // Enqueue cuts a batch into pipelines of maxPipeline entries, each stored as

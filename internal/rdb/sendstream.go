@@ -52,6 +52,7 @@ type sendStream struct {
 	all     []Completer // the completers of one write, publications included
 	buf     []byte      // the encoding buffer
 	holding *heldWakes  // non-nil: wake-ups wait for company (sendcluster.go)
+	sharded bool        // wake-ups go to sharded channels (a Cluster's master)
 	spin    int         // the reader's polls before parking (spinread.go)
 	lastAck *ackGroup   // the last write's wait for replicas (see writeCommands)
 }
@@ -143,7 +144,7 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 		b = appendWait(b, s.ack)
 	}
 	for i := range pubs {
-		b = appendPublish(b, &pubs[i])
+		b = appendPublish(b, &pubs[i], s.sharded)
 	}
 	s.buf = b
 	if cn.expect(all) != nil {

@@ -87,7 +87,7 @@ func (b *redisBroker) storeCluster(ctx context.Context, entries []Entry, pubs []
 		return errs, pubErr
 	}
 	for _, p := range pubs {
-		if err := b.rdb.Publish(ctx, p.Channel, p.Payload).Err(); err != nil && pubErr == nil {
+		if err := b.publish(ctx, b.rdb, p).Err(); err != nil && pubErr == nil {
 			pubErr = err
 		}
 	}

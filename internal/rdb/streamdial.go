@@ -6,13 +6,20 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // dial connects and runs the handshake: AUTH, SELECT and CLIENT SETNAME as
 // the options ask, each reply checked.
 func (s *sendStream) dial() (*streamConn, error) {
-	o := s.opt
-	ctx := context.Background()
+	return dialConn(context.Background(), s.opt, s.spin)
+}
+
+// dialConn connects to the node of o and runs the handshake its options ask
+// for, unless ctx ends first; the reader polls up to spin times while
+// replies are owed.
+func dialConn(ctx context.Context, o *redis.Options, spin int) (*streamConn, error) {
 	if o.DialTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.DialTimeout)
@@ -22,7 +29,7 @@ func (s *sendStream) dial() (*streamConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rdb: dial %s: %w", o.Addr, err)
 	}
-	cn := newStreamConn(nc, o.ReadTimeout, s.spin)
+	cn := newStreamConn(nc, o.ReadTimeout, spin)
 	cn.lastUsed = time.Now()
 	cn.maxIdle = o.ConnMaxIdleTime
 	if o.ConnMaxLifetime > 0 {
@@ -32,7 +39,7 @@ func (s *sendStream) dial() (*streamConn, error) {
 		}
 		cn.retireAt = cn.lastUsed.Add(life)
 	}
-	cmds, err := s.handshake(ctx)
+	cmds, err := handshake(ctx, o)
 	if err == nil {
 		err = cn.handshake(ctx, cmds)
 	}
@@ -43,9 +50,9 @@ func (s *sendStream) dial() (*streamConn, error) {
 	return cn, nil
 }
 
-// handshake returns the commands that prepare a new connection.
-func (s *sendStream) handshake(ctx context.Context) ([][]string, error) {
-	o := s.opt
+// handshake returns the commands that prepare a new connection to the node
+// of o.
+func handshake(ctx context.Context, o *redis.Options) ([][]string, error) {
 	var cmds [][]string
 	user, pass := o.Username, o.Password
 	switch {

@@ -10,6 +10,7 @@ import (
 // "slot:dueMs,…", one publication per topic and write.
 type Wake struct {
 	Channel string // the topic's wake channel; "" for no wake-up
+	Shard   string // the slot's sharded wake channel (SlotKeys.Wake)
 	Slot    int
 	DueMs   int64 // when the entry is due, in ms; 0 for "due now"
 }
@@ -98,6 +99,7 @@ func (s *wakeSet) add(w Wake) {
 
 // appendPublications appends one publication per channel gathered to pubs,
 // the payloads written into buf (reset first); it returns both for reuse.
+// A publication's sharded channel is that of the first slot it names.
 func (s *wakeSet) appendPublications(pubs []Publication, buf []byte) ([]Publication, []byte) {
 	buf = buf[:0]
 	for i, w := range s.list {
@@ -116,7 +118,7 @@ func (s *wakeSet) appendPublications(pubs []Publication, buf []byte) ([]Publicat
 				o.done = true
 			}
 		}
-		pubs = append(pubs, Publication{Channel: w.Channel, Payload: buf[start:len(buf):len(buf)]})
+		pubs = append(pubs, Publication{Channel: w.Channel, Shard: w.Shard, Payload: buf[start:len(buf):len(buf)]})
 	}
 	return pubs, buf
 }

@@ -1,0 +1,295 @@
+package rdb
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sharded wake-ups on a Cluster. A PUBLISH there is carried over the cluster
+// bus to every node, so each wake-up costs every node of the Cluster, and
+// more the more nodes it has; a sharded publication (SPUBLISH) goes only to
+// the master of its channel's hash slot and that master's replicas. Producers
+// therefore publish a slot's wake-ups to the slot's own channel
+// (SlotKeys.Wake, in the slot's hash tag), on the connection that stored the
+// slot's entries (sendcluster.go), and consumers subscribe to every slot's
+// channel on the master that serves it.
+//
+// go-redis resubscribes all sharded channels of a PubSub in one command after
+// a reconnect, which Redis refuses when they lie in different hash slots
+// (CROSSSLOT), so the subscriptions here are connections of their own, one
+// per master, each carrying an SSUBSCRIBE per channel. Every listenRefresh
+// the channels are placed by the client's slot map (no I/O): a master whose
+// set of channels changed gets a new connection, as does one whose
+// connection failed, so a channel follows its slot through a failover or a
+// migration, and every (re)subscription is delivered, which wakes the slot:
+// wake-ups published while a channel was not followed are not lost for long.
+
+// shardPing is how often a sharded subscription is pinged; one whose node
+// does not answer within shardPongWait is replaced.
+const (
+	shardPing     = 15 * time.Second
+	shardPongWait = 5 * time.Second
+)
+
+// errShardMoved ends a sharded subscription whose node dropped a channel
+// (SUNSUBSCRIBE: the channel's slot moved away).
+var errShardMoved = errors.New("rdb: a sharded channel's slot moved")
+
+// shardSub is one connection subscribed to the sharded channels one master
+// serves.
+type shardSub struct {
+	addr       string
+	channels   []string // sorted
+	stop       context.CancelFunc
+	done       chan struct{}
+	err        error       // why it ended; read after done is closed
+	subscribed atomic.Bool // a subscription was confirmed
+
+	mu       sync.Mutex
+	nc       net.Conn // nil until dialled
+	closed   bool
+	lastPing time.Time
+}
+
+// listenShards follows the sharded channels until ctx ends, handing deliver
+// each *redis.Message and each *redis.Subscription (Kind "ssubscribe").
+func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliver func(msg any)) {
+	subs := make(map[string]*shardSub) // by master address
+	failing := make(map[string]bool)   // masters whose last subscription failed, already logged
+	defer func() {
+		for _, s := range subs {
+			s.close()
+		}
+		for _, s := range subs {
+			<-s.done
+		}
+	}()
+	for {
+		want, nodes := b.placeShards(ctx, channels)
+		for addr, s := range subs {
+			select {
+			case <-s.done:
+				if s.subscribed.Load() {
+					failing[addr] = false
+				}
+				if !errors.Is(s.err, net.ErrClosed) && ctx.Err() == nil && !failing[addr] {
+					b.log.Warn("rmq: sharded wake-up subscription ended", "node", addr, "err", s.err)
+					failing[addr] = true
+				}
+				delete(subs, addr)
+				continue
+			default:
+			}
+			if !slices.Equal(want[addr], s.channels) {
+				s.close()
+				<-s.done
+				delete(subs, addr)
+			}
+		}
+		for addr, chans := range want {
+			if subs[addr] == nil {
+				sctx, stop := context.WithCancel(ctx)
+				s := &shardSub{addr: addr, channels: chans, stop: stop, done: make(chan struct{}), lastPing: time.Now()}
+				subs[addr] = s
+				go s.run(sctx, nodes[addr].Options(), b.topo, deliver)
+			}
+		}
+		for _, s := range subs {
+			s.ping()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(listenRefresh):
+		}
+	}
+}
+
+// placeShards returns the channels by the address of the master that the
+// client's slot map names for each (sorted), and those masters; a channel
+// whose master cannot be had waits for the next look.
+func (b *redisBroker) placeShards(ctx context.Context, channels []string) (map[string][]string, map[string]*redis.Client) {
+	want := make(map[string][]string)
+	nodes := make(map[string]*redis.Client)
+	for _, ch := range channels {
+		node, err := b.topo.client.MasterForKey(ctx, ch)
+		if err != nil {
+			b.topo.failed(err)
+			continue
+		}
+		addr := node.Options().Addr
+		nodes[addr] = node
+		want[addr] = append(want[addr], ch)
+	}
+	for _, chans := range want {
+		slices.Sort(chans)
+	}
+	return want, nodes
+}
+
+// run dials the node of o, subscribes to the channels and delivers what
+// arrives until the connection ends (closed, failed, or a channel moved).
+func (s *shardSub) run(ctx context.Context, o *redis.Options, topo *topology, deliver func(msg any)) {
+	defer close(s.done)
+	cn, err := dialConn(ctx, o, 0)
+	if err != nil {
+		if s.err = err; ctx.Err() != nil {
+			s.err = net.ErrClosed
+		} else {
+			topo.failed(err)
+		}
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cn.nc.Close()
+		s.err = net.ErrClosed
+		return
+	}
+	s.nc = cn.nc
+	s.mu.Unlock()
+	var b []byte
+	for _, ch := range s.channels {
+		b = appendCommand(b, "SSUBSCRIBE", ch)
+	}
+	if err = s.write(b); err == nil {
+		err = s.read(cn.rd, deliver)
+	}
+	s.close()
+	if s.err = err; !errors.Is(err, net.ErrClosed) {
+		topo.failed(err)
+	}
+}
+
+// read delivers the pushes of the connection until it fails.
+func (s *shardSub) read(rd *bufio.Reader, deliver func(msg any)) error {
+	var push [3][]byte
+	for {
+		n, err := readPush(rd, push[:])
+		if err != nil {
+			return err
+		}
+		if n < 2 {
+			return fmt.Errorf("%w: a push of %d parts", errProtocol, n)
+		}
+		switch string(push[0]) {
+		case "smessage":
+			if n == 3 {
+				deliver(&redis.Message{Channel: string(push[1]), Payload: string(push[2])})
+			}
+		case "ssubscribe":
+			s.subscribed.Store(true)
+			count, _ := strconv.Atoi(string(push[2]))
+			deliver(&redis.Subscription{Kind: "ssubscribe", Channel: string(push[1]), Count: count})
+		case "sunsubscribe":
+			return fmt.Errorf("%w: %s", errShardMoved, push[1])
+		case "pong":
+			s.mu.Lock()
+			if s.nc != nil {
+				s.nc.SetReadDeadline(time.Time{})
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// readPush reads one push (an array of bulk strings and integers) into parts,
+// the slices valid until the next read, and returns how many parts it had
+// (those beyond len(parts) are read and dropped). An error reply is
+// returned as a ReplyError.
+func readPush(rd *bufio.Reader, parts [][]byte) (int, error) {
+	line, err := readLine(rd)
+	if err != nil {
+		return 0, err
+	}
+	switch line[0] {
+	case '-':
+		return 0, ReplyError(line[1:])
+	case '*':
+	default:
+		return 0, fmt.Errorf("%w: %q", errProtocol, line)
+	}
+	n, ok := parseInteger(line[1:])
+	if !ok || n < 0 {
+		return 0, fmt.Errorf("%w: %q", errProtocol, line)
+	}
+	for i := range int(n) {
+		line, err := readLine(rd)
+		if err != nil {
+			return 0, err
+		}
+		var part []byte
+		switch line[0] {
+		case ':':
+			part = slices.Clone(line[1:])
+		case '$':
+			size, ok := parseInteger(line[1:])
+			if !ok || size < 0 {
+				return 0, fmt.Errorf("%w: %q", errProtocol, line)
+			}
+			buf := make([]byte, size+2)
+			if _, err := io.ReadFull(rd, buf); err != nil {
+				return 0, err
+			}
+			part = buf[:size]
+		default:
+			return 0, fmt.Errorf("%w: %q", errProtocol, line)
+		}
+		if i < len(parts) {
+			parts[i] = part
+		}
+	}
+	return int(n), nil
+}
+
+// write sends b on the connection.
+func (s *shardSub) write(b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return net.ErrClosed
+	}
+	s.nc.SetWriteDeadline(time.Now().Add(shardPongWait))
+	_, err := s.nc.Write(b)
+	return err
+}
+
+// ping asks the node for a PONG once shardPing has passed since the last
+// ask, and gives it shardPongWait to come (read clears the deadline).
+func (s *shardSub) ping() {
+	s.mu.Lock()
+	due := s.nc != nil && !s.closed && time.Since(s.lastPing) >= shardPing
+	if due {
+		s.lastPing = time.Now()
+		s.nc.SetReadDeadline(time.Now().Add(shardPongWait))
+	}
+	s.mu.Unlock()
+	if due {
+		_ = s.write(appendCommand(nil, "PING")) // a failed write fails the read too
+	}
+}
+
+// close ends the connection; run then returns.
+func (s *shardSub) close() {
+	s.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		if s.nc != nil {
+			s.nc.Close()
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package rdb
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// shardLog records what a Listen delivers of sharded channels.
+type shardLog struct {
+	mu   sync.Mutex
+	subs map[string]int // ssubscribe confirmations per channel
+	msgs chan *redis.Message
+}
+
+func newShardLog() *shardLog {
+	return &shardLog{subs: make(map[string]int), msgs: make(chan *redis.Message, 1024)}
+}
+
+func (l *shardLog) deliver(msg any) {
+	switch m := msg.(type) {
+	case *redis.Subscription:
+		if m.Kind == "ssubscribe" {
+			l.mu.Lock()
+			l.subs[m.Channel]++
+			l.mu.Unlock()
+		}
+	case *redis.Message:
+		l.msgs <- m
+	}
+}
+
+func (l *shardLog) subscribed(ch string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.subs[ch]
+}
+
+// waitSubscribed waits until every channel was confirmed at least n times.
+func (l *shardLog) waitSubscribed(t *testing.T, channels []string, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		missing := 0
+		for _, ch := range channels {
+			if l.subscribed(ch) < n {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d channels not subscribed %d times within %v", missing, len(channels), n, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// await publishes payload to ch (SPUBLISH through client) every 100 ms until
+// the Listen delivers it, or fails after within.
+func (l *shardLog) await(ctx context.Context, t *testing.T, client *redis.ClusterClient, ch, payload string, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		if err := client.SPublish(ctx, ch, payload).Err(); err != nil {
+			client.ReloadState(ctx)
+		}
+		wait := time.After(100 * time.Millisecond)
+		for {
+			select {
+			case m := <-l.msgs:
+				if m.Channel == ch && m.Payload == payload {
+					return
+				}
+				continue
+			case <-wait:
+			case <-deadline:
+				t.Fatalf("%q on %s not delivered within %v", payload, ch, within)
+			}
+			break
+		}
+	}
+}
+
+// listenShards starts a Listen of channels on br; it stops when t ends.
+func listenShards(t *testing.T, br *redisBroker, channels []string) *shardLog {
+	l := newShardLog()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		br.Listen(ctx, []string{br.keys.ControlChannel()}, channels, l.deliver)
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	return l
+}
+
+func slotWakes(keys Keyspace, topic string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = keys.Slot(topic, i).Wake
+	}
+	return out
+}
+
+// TestListenFollowsEverySlotsShardedChannel: on the Cluster, a Listen
+// subscribes each slot's sharded wake channel once, on its master, and
+// delivers what is published to each.
+func TestListenFollowsEverySlotsShardedChannel(t *testing.T) {
+	b := testenv.Cluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	keys := NewKeyspace(testenv.Namespace(t, b))
+	br := New(b.Redis, keys, WithLogger(discard)).(*redisBroker)
+	defer br.Close(ctx)
+	channels := slotWakes(keys, "t", 64)
+	l := listenShards(t, br, channels)
+	l.waitSubscribed(t, channels, 1, 10*time.Second)
+	client := b.Redis.(*redis.ClusterClient)
+	for i, ch := range channels {
+		l.await(ctx, t, client, ch, strconv.Itoa(i)+":0", 5*time.Second)
+	}
+	for _, ch := range channels {
+		require.Equal(t, 1, l.subscribed(ch), "%s subscribed more than once without a change", ch)
+	}
+}
+
+// TestShardedChannelsFollowTheirSlots: on a private Cluster, a Listen's
+// sharded channel follows its hash slot when the slot is given to another
+// master (the old one drops the channel, SUNSUBSCRIBE) and when its master
+// dies and its replica takes over; each time the channel is subscribed
+// again, which wakes its slot, and what is published there arrives.
+func TestShardedChannelsFollowTheirSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a private Redis Cluster")
+	}
+	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	defer client.Close()
+	keys := NewKeyspace("shards")
+	br := New(client, keys, WithLogger(discard)).(*redisBroker)
+	defer br.Close(ctx)
+	channels := slotWakes(keys, "t", 16)
+	l := listenShards(t, br, channels)
+	l.waitSubscribed(t, channels, 1, 10*time.Second)
+
+	t.Run("migration", func(t *testing.T) {
+		ch := channels[0]
+		hashSlot := testenv.KeySlot(ch)
+		masters, err := cl.Masters(ctx)
+		require.NoError(t, err)
+		var from, to testenv.ClusterMaster
+		for _, m := range masters {
+			if (testenv.ClusterNode{Slots: m.Slots}).OwnsSlot(hashSlot) {
+				from = m
+			} else if to.ID == "" {
+				to = m
+			}
+		}
+		require.NotEmpty(t, from.ID)
+		// The slot holds no key: it moves by CLUSTER SETSLOT … NODE alone,
+		// on its new master first, then on every other master.
+		order := []string{to.Addr, from.Addr}
+		for _, m := range masters {
+			if m.Addr != to.Addr && m.Addr != from.Addr {
+				order = append(order, m.Addr)
+			}
+		}
+		for _, addr := range order {
+			nc := redis.NewClient(&redis.Options{Addr: addr})
+			err := nc.Do(ctx, "CLUSTER", "SETSLOT", hashSlot, "NODE", to.ID).Err()
+			nc.Close()
+			require.NoError(t, err, "SETSLOT on %s", addr)
+		}
+		l.waitSubscribed(t, []string{ch}, 2, 10*time.Second)
+		l.await(ctx, t, client, ch, "after-migration", 10*time.Second)
+	})
+
+	t.Run("failover", func(t *testing.T) {
+		ch := channels[1]
+		victim, err := cl.MasterOf(ctx, testenv.KeySlot(ch))
+		require.NoError(t, err)
+		before := l.subscribed(ch)
+		l.await(ctx, t, client, ch, "before-kill", 5*time.Second)
+		cl.Kill(t, victim)
+		_, _, err = cl.WaitPromotion(ctx, victim)
+		require.NoError(t, err)
+		l.waitSubscribed(t, []string{ch}, before+1, 15*time.Second)
+		l.await(ctx, t, client, ch, "after-failover", 15*time.Second)
+	})
+}
