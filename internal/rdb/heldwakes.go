@@ -15,8 +15,8 @@ import (
 // that when the Cluster strategy's timer queues a flush). The order that
 // makes a wake-up safe (its entries are stored when a consumer hears of it)
 // is kept, since one connection carries both. Measured with sharded
-// wake-ups (Send from 16 goroutines, 3 masters, 6 interleaved pairs): the
-// nodes spent 27.7 µs of CPU per message with the hold, 32.1 without.
+// wake-ups (BenchmarkSendCluster, 6 interleaved pairs): 42.5k Sends/s with
+// the hold, 38.0k without, the nodes' CPU 25.8 µs per message against 30.8.
 
 // wakeHold is the longest a stream holds a wake-up.
 const wakeHold = time.Millisecond
