@@ -65,8 +65,9 @@ type shardSub struct {
 // listenShards follows the sharded channels until ctx ends, handing deliver
 // each *redis.Message and each *redis.Subscription (Kind "ssubscribe").
 func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliver func(msg any)) {
-	subs := make(map[string]*shardSub) // by master address
-	failing := make(map[string]bool)   // masters whose last subscription failed, already logged
+	channels = slices.Sorted(slices.Values(channels)) // so that each master's share comes sorted
+	subs := make(map[string]*shardSub)                // by master address
+	failing := make(map[string]bool)                  // masters whose last subscription failed, already logged
 	defer func() {
 		for _, s := range subs {
 			s.close()
@@ -75,8 +76,10 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 			<-s.done
 		}
 	}()
+	want := make(map[string][]string)
+	nodes := make(map[string]*redis.Client)
 	for {
-		want, nodes := b.placeShards(ctx, channels)
+		placed := b.placeShards(ctx, channels, want, nodes)
 		for addr, s := range subs {
 			select {
 			case <-s.done:
@@ -91,16 +94,16 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 				continue
 			default:
 			}
-			if !slices.Equal(want[addr], s.channels) {
+			if placed && !slices.Equal(want[addr], s.channels) {
 				s.close()
 				<-s.done
 				delete(subs, addr)
 			}
 		}
-		for addr, chans := range want {
+		for addr, chans := range want { // empty unless placed: until then what runs stays
 			if subs[addr] == nil {
 				sctx, stop := context.WithCancel(ctx)
-				s := &shardSub{addr: addr, channels: chans, stop: stop, done: make(chan struct{}), lastPing: time.Now()}
+				s := &shardSub{addr: addr, channels: slices.Clone(chans), stop: stop, done: make(chan struct{}), lastPing: time.Now()}
 				subs[addr] = s
 				go s.run(sctx, nodes[addr].Options(), b.topo, deliver)
 			}
@@ -116,26 +119,32 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 	}
 }
 
-// placeShards returns the channels by the address of the master that the
-// client's slot map names for each (sorted), and those masters; a channel
-// whose master cannot be had waits for the next look.
-func (b *redisBroker) placeShards(ctx context.Context, channels []string) (map[string][]string, map[string]*redis.Client) {
-	want := make(map[string][]string)
-	nodes := make(map[string]*redis.Client)
+// placeShards fills want with the channels (in their order) by the address
+// of the master that the client's slot map names for each, and nodes with
+// those masters; both are emptied first, their memory kept. It reports
+// false, want empty, if some channel's master could not be had.
+func (b *redisBroker) placeShards(ctx context.Context, channels []string, want map[string][]string, nodes map[string]*redis.Client) bool {
+	for addr, chans := range want {
+		want[addr] = chans[:0]
+	}
+	clear(nodes)
 	for _, ch := range channels {
 		node, err := b.topo.client.MasterForKey(ctx, ch)
 		if err != nil {
 			b.topo.failed(err)
-			continue
+			clear(want)
+			return false
 		}
 		addr := node.Options().Addr
 		nodes[addr] = node
 		want[addr] = append(want[addr], ch)
 	}
-	for _, chans := range want {
-		slices.Sort(chans)
+	for addr, chans := range want {
+		if len(chans) == 0 {
+			delete(want, addr)
+		}
 	}
-	return want, nodes
+	return true
 }
 
 // run dials the node of o, subscribes to the channels and delivers what

@@ -1,13 +1,18 @@
 package rdb
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq/internal/testenv"
@@ -197,5 +202,118 @@ func TestShardedChannelsFollowTheirSlots(t *testing.T) {
 		require.NoError(t, err)
 		l.waitSubscribed(t, []string{ch}, before+1, 15*time.Second)
 		l.await(ctx, t, client, ch, "after-failover", 15*time.Second)
+	})
+}
+
+// BenchmarkPlaceShards measures one look at where the sharded wake channels
+// of 100 topics × 256 slots go (what a Listen does every listenRefresh on a
+// Cluster); it needs the test Cluster.
+func BenchmarkPlaceShards(b *testing.B) {
+	be := testenv.Cluster(b)
+	keys := NewKeyspace("bench")
+	br := New(be.Redis, keys, WithLogger(discard)).(*redisBroker)
+	defer br.Close(context.Background())
+	var channels []string
+	for topic := range 100 {
+		channels = append(channels, slotWakes(keys, "topic-"+strconv.Itoa(topic), 256)...)
+	}
+	ctx := context.Background()
+	want, nodes := make(map[string][]string), make(map[string]*redis.Client)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !br.placeShards(ctx, channels, want, nodes) {
+			b.Fatal("not placed")
+		}
+	}
+}
+
+// fakeShardNode serves sharded subscriptions: it confirms each SSUBSCRIBE,
+// then writes what pushes sends it, and never answers PING.
+func fakeShardNode(t *testing.T, pushes <-chan string) string {
+	return fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for {
+				select {
+				case p := <-pushes:
+					c.Write([]byte(p))
+				case <-done:
+					return
+				}
+			}
+		}()
+		n := 0
+		for {
+			args, ok := readCommand(rd)
+			if !ok {
+				return
+			}
+			if strings.EqualFold(args[0], "SSUBSCRIBE") {
+				n++
+				fmt.Fprintf(c, "*3\r\n$10\r\nssubscribe\r\n$%d\r\n%s\r\n:%d\r\n", len(args[1]), args[1], n)
+			}
+		}
+	})
+}
+
+// startShardSub runs a shardSub of channels against the node at addr.
+func startShardSub(t *testing.T, addr string, channels []string) (*shardSub, *shardLog) {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	o := c.Options() // with the dialer go-redis fills in
+	require.NoError(t, c.Close())
+	l := newShardLog()
+	ctx, stop := context.WithCancel(context.Background())
+	s := &shardSub{addr: addr, channels: channels, stop: stop, done: make(chan struct{}), lastPing: time.Now()}
+	go s.run(ctx, o, nil, l.deliver)
+	t.Cleanup(func() { s.close(); <-s.done })
+	l.waitSubscribed(t, channels, 1, 5*time.Second)
+	return s, l
+}
+
+// A sharded subscription delivers its node's messages, ends when the node
+// drops one of its channels (the slot moved), and ends when the node does
+// not answer a PING within shardPongWait.
+func TestShardSubDeliversAndEnds(t *testing.T) {
+	channels := []string{"ns:{t:0}:wake", "ns:{t:1}:wake"}
+	t.Run("message", func(t *testing.T) {
+		pushes := make(chan string, 1)
+		s, l := startShardSub(t, fakeShardNode(t, pushes), channels)
+		pushes <- "*3\r\n$8\r\nsmessage\r\n$13\r\nns:{t:1}:wake\r\n$8\r\n1:0,0:17\r\n"
+		select {
+		case m := <-l.msgs:
+			assert.Equal(t, channels[1], m.Channel)
+			assert.Equal(t, "1:0,0:17", m.Payload)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no message")
+		}
+		assert.True(t, s.subscribed.Load())
+	})
+	t.Run("moved", func(t *testing.T) {
+		pushes := make(chan string, 1)
+		s, _ := startShardSub(t, fakeShardNode(t, pushes), channels)
+		pushes <- "*3\r\n$12\r\nsunsubscribe\r\n$13\r\nns:{t:0}:wake\r\n:1\r\n"
+		select {
+		case <-s.done:
+			assert.ErrorIs(t, s.err, errShardMoved)
+		case <-time.After(5 * time.Second):
+			t.Fatal("still running after its channel moved")
+		}
+	})
+	t.Run("silent", func(t *testing.T) {
+		s, _ := startShardSub(t, fakeShardNode(t, nil), channels)
+		s.mu.Lock()
+		s.lastPing = time.Now().Add(-shardPing)
+		s.mu.Unlock()
+		pinged := time.Now()
+		s.ping()
+		select {
+		case <-s.done:
+			took := time.Since(pinged)
+			assert.GreaterOrEqual(t, took, shardPongWait-100*time.Millisecond)
+			assert.True(t, isTimeout(s.err), "ended with %v", s.err)
+		case <-time.After(shardPongWait + 5*time.Second):
+			t.Fatal("still running without a PONG")
+		}
 	})
 }
