@@ -145,7 +145,8 @@ type redisBroker struct {
 	send   *sender
 	counts *SendCounts
 	log    *slog.Logger
-	ack    ReplicaAck // writes of entries wait for replicas
+	wakes  *wakeOutcome // logs failed wake-up publications
+	ack    ReplicaAck   // writes of entries wait for replicas
 }
 
 var _ Broker = (*redisBroker)(nil)
@@ -156,14 +157,15 @@ func New(rdb redis.UniversalClient, keys Keyspace, opts ...Option) Broker {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	b := &redisBroker{rdb: rdb, keys: keys, topo: topologyOf(rdb), counts: o.counts, log: o.log, ack: o.ack}
+	b := &redisBroker{rdb: rdb, keys: keys, topo: topologyOf(rdb), counts: o.counts, log: o.log,
+		wakes: &wakeOutcome{log: o.log}, ack: o.ack}
 	var st strategy = &sendPipe{b: b}
 	if o.stream {
 		if cc, ok := rdb.(*redis.ClusterClient); ok {
-			if s := newSendCluster(cc, o.ack, o.log); s != nil {
+			if s := newSendCluster(cc, o.ack, b.wakes); s != nil {
 				st = s
 			}
-		} else if s := newSendStream(rdb, o.ack, o.log); s != nil {
+		} else if s := newSendStream(rdb, o.ack, b.wakes); s != nil {
 			st = s
 		}
 	}

@@ -54,7 +54,7 @@ func TestRetryBackoffFollowsTheClientOptions(t *testing.T) {
 		c := redis.NewClient(o)
 		t.Cleanup(func() { c.Close() })
 		opt = c.Options()
-		return newSendStream(c, ReplicaAck{}, discard).retries
+		return newSendStream(c, ReplicaAck{}, &wakeOutcome{log: discard}).retries
 	}
 	p := policy(&redis.Options{})
 	assert.Equal(t, 3, p.max, "go-redis default")

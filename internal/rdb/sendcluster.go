@@ -3,7 +3,6 @@ package rdb
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -26,7 +25,7 @@ type sendCluster struct {
 	client  *redis.ClusterClient
 	topo    *topology
 	ack     ReplicaAck
-	log     *slog.Logger
+	wakes   *wakeOutcome // the broker's log of failed wake-ups
 	retries retryPolicy
 
 	mu      sync.Mutex
@@ -52,12 +51,12 @@ var errNoStream = errors.New("rdb: no send stream for this node's options")
 
 // newSendCluster returns the strategy for client, or nil if its options are
 // ones a stream cannot honour (see newSendStream).
-func newSendCluster(client *redis.ClusterClient, ack ReplicaAck, log *slog.Logger) *sendCluster {
+func newSendCluster(client *redis.ClusterClient, ack ReplicaAck, wakes *wakeOutcome) *sendCluster {
 	o := client.Options()
 	if o.OnConnect != nil || o.StreamingCredentialsProvider != nil {
 		return nil
 	}
-	return &sendCluster{client: client, topo: topologyOf(client), ack: ack, log: log, retries: clusterRetries(o),
+	return &sendCluster{client: client, topo: topologyOf(client), ack: ack, wakes: wakes, retries: clusterRetries(o),
 		streams: make(map[string]*sendStream), groups: make(map[*sendStream][]*request)}
 }
 
@@ -126,7 +125,7 @@ func (c *sendCluster) streamFor(ctx context.Context, key string) (*sendStream, e
 	}
 	s := c.streams[addr]
 	if s == nil {
-		if s = newSendStream(node, c.ack, c.log); s == nil {
+		if s = newSendStream(node, c.ack, c.wakes); s == nil {
 			return nil, errNoStream
 		}
 		s.holding, s.spin, s.sharded = new(heldWakes), clusterSpinPolls, true

@@ -122,7 +122,7 @@ func (b *redisBroker) store(ctx context.Context, entries []Entry, pubs []Publica
 	}
 	errs, pubErr := b.storeOn(ctx, b.rdb, entries, pubs, sc)
 	if pubErr != nil {
-		b.log.Warn("rmq: wake-up publish failed", "err", pubErr)
+		b.wakes.Complete(pubErr)
 	}
 	return errs, pubErr
 }

@@ -2,7 +2,6 @@ package rdb
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -60,8 +59,8 @@ type sendStream struct {
 // newSendStream returns the stream of the node that client talks to, or nil
 // if client is not a single-node client, or has options the stream cannot
 // honour (an OnConnect hook, streaming credentials, a rate limiter). Failed
-// wake-up publications are logged to log.
-func newSendStream(client redis.UniversalClient, ack ReplicaAck, log *slog.Logger) *sendStream {
+// wake-up publications complete wakes.
+func newSendStream(client redis.UniversalClient, ack ReplicaAck, wakes *wakeOutcome) *sendStream {
 	c, ok := client.(*redis.Client)
 	if !ok {
 		return nil
@@ -70,7 +69,7 @@ func newSendStream(client redis.UniversalClient, ack ReplicaAck, log *slog.Logge
 	if opt.Dialer == nil || opt.OnConnect != nil || opt.StreamingCredentialsProvider != nil || opt.Limiter != nil {
 		return nil
 	}
-	return &sendStream{opt: opt, retries: clientRetries(opt), pubDone: (*wakeOutcome)(log), ack: ack, spin: maxSpinPolls}
+	return &sendStream{opt: opt, retries: clientRetries(opt), pubDone: wakes, ack: ack, spin: maxSpinPolls}
 }
 
 // write implements strategy: the batch's entries, then their wake-ups (or,

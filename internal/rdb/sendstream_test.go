@@ -53,7 +53,7 @@ func streamOn(t *testing.T, opt *redis.Options) (*sendStream, *redis.Client) {
 	t.Helper()
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
-	s := newSendStream(c, ReplicaAck{}, discard)
+	s := newSendStream(c, ReplicaAck{}, &wakeOutcome{log: discard})
 	require.NotNil(t, s)
 	t.Cleanup(func() { s.close(context.Background()) })
 	return s, c
@@ -231,7 +231,7 @@ func TestStreamCloseWaitsForRepliesThenRefuses(t *testing.T) {
 	})
 	rc := redis.NewClient(&redis.Options{Addr: addr})
 	defer rc.Close()
-	s := newSendStream(rc, ReplicaAck{}, discard)
+	s := newSendStream(rc, ReplicaAck{}, &wakeOutcome{log: discard})
 	out := write(s, Entry{Key: "k", Score: 1, Member: []byte("a")})[0]
 	closed := make(chan struct{})
 	go func() { s.close(context.Background()); close(closed) }()
@@ -253,12 +253,12 @@ func TestNewStreamOnlyForPlainSingleNodeClients(t *testing.T) {
 		"cluster":    redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}}),
 		"on-connect": redis.NewClient(&redis.Options{Addr: m.Addr(), OnConnect: func(context.Context, *redis.Conn) error { return nil }}),
 	} {
-		assert.Nil(t, newSendStream(c, ReplicaAck{}, discard), name)
+		assert.Nil(t, newSendStream(c, ReplicaAck{}, &wakeOutcome{log: discard}), name)
 		c.Close()
 	}
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer c.Close()
-	assert.NotNil(t, newSendStream(c, ReplicaAck{}, discard))
+	assert.NotNil(t, newSendStream(c, ReplicaAck{}, &wakeOutcome{log: discard}))
 }
 
 // discard is a logger that drops everything.

@@ -92,7 +92,7 @@ func (b *redisBroker) storeCluster(ctx context.Context, entries []Entry, pubs []
 		}
 	}
 	if pubErr != nil {
-		b.log.Warn("rmq: wake-up publish failed", "err", pubErr)
+		b.wakes.Complete(pubErr)
 	}
 	return errs, pubErr
 }

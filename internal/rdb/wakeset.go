@@ -3,6 +3,8 @@ package rdb
 import (
 	"log/slog"
 	"strconv"
+	"sync"
+	"time"
 )
 
 // Wake names the slot a stored entry filled, for the wake-up that follows
@@ -123,13 +125,38 @@ func (s *wakeSet) appendPublications(pubs []Publication, buf []byte) ([]Publicat
 	return pubs, buf
 }
 
-// wakeOutcome logs a failed wake-up publication: the messages are stored, and
-// consumers find them at their next idle poll.
-type wakeOutcome slog.Logger
+// wakeLogEvery is the least time between two log lines of failed wake-up
+// publications. Where every write's wake-up fails (a master going down, a
+// Cluster without sharded pub/sub), a line per failure would be a line per
+// write.
+const wakeLogEvery = time.Second
+
+// wakeOutcome logs failed wake-up publications of one broker: the messages
+// are stored, and consumers find them at their next idle poll. It logs at
+// most one line per wakeLogEvery, which counts the failures not logged since
+// the line before ("unlogged").
+type wakeOutcome struct {
+	log *slog.Logger
+
+	mu       sync.Mutex
+	last     time.Time // when a line was last logged
+	unlogged int
+}
 
 // Complete implements Completer.
 func (w *wakeOutcome) Complete(err error) {
-	if err != nil {
-		(*slog.Logger)(w).Warn("rmq: wake-up publish failed", "err", err)
+	if err == nil {
+		return
 	}
+	w.mu.Lock()
+	now := time.Now()
+	if !w.last.IsZero() && now.Sub(w.last) < wakeLogEvery {
+		w.unlogged++
+		w.mu.Unlock()
+		return
+	}
+	n := w.unlogged
+	w.last, w.unlogged = now, 0
+	w.mu.Unlock()
+	w.log.Warn("rmq: wake-up publish failed", "err", err, "unlogged", n)
 }
