@@ -38,8 +38,10 @@ func newWakeListener(c *Client, subs map[string]*subscription, control *controlW
 		byShard: make(map[string]shardOf), control: control}
 	for _, s := range subs {
 		w.byChannel[s.topic.wake] = s
-		for i, keys := range s.topic.slots {
-			w.byShard[keys.Wake] = shardOf{s, i}
+		if c.broker.ShardedWakes() {
+			for i, keys := range s.topic.slots {
+				w.byShard[keys.Wake] = shardOf{s, i}
+			}
 		}
 	}
 	return w

@@ -99,6 +99,9 @@ type Broker interface {
 	DeleteDead(ctx context.Context, keys SlotKeys, member []byte) (bool, error)
 	// PublishWake sends one wake-up publication (see Publication).
 	PublishWake(ctx context.Context, p Publication) error
+	// ShardedWakes reports whether wake-ups go to the slots' sharded channels
+	// (SlotKeys.Wake): on a Cluster.
+	ShardedWakes() bool
 	// Listen follows channels until ctx ends, and on a Cluster the sharded
 	// channels shards too, handing deliver each *redis.Message and
 	// *redis.Subscription (a subscription or a resubscription after a

@@ -9,6 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// ShardedWakes implements Broker.
+func (b *redisBroker) ShardedWakes() bool { return b.topo != nil }
+
 // PublishWake implements Broker.
 func (b *redisBroker) PublishWake(ctx context.Context, p Publication) error {
 	return b.publish(ctx, b.rdb, p).Err()
