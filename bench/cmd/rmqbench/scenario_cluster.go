@@ -39,7 +39,7 @@ var clusterScenario = &scenario{
 		drain := func(ctx context.Context, e *env) (metrics, error) {
 			return rmqDrain(ctx, e, consumeSlots, e.rmqThreads, e.rmqBatch)
 		}
-		return []variant{
+		return append([]variant{
 			{"rmq", vClSendCluster, clusterRun(produceRMQSend)},
 			{"rmq", vClSendSingle, produceRMQSend},
 			{"rmq", vClBatchCluster, clusterRun(produceRMQBatch)},
@@ -59,7 +59,7 @@ var clusterScenario = &scenario{
 			{"bare", rawClusterName(false, false, g), produceRawDuplex(false)},
 			{"bare", rawClusterName(true, true, g), clusterRun(produceRawDuplex(true))},
 			{"bare", rawClusterName(false, true, g), produceRawDuplex(true)},
-		}
+		}, clusterPunctualVariants()...)
 	},
 	report: reportCluster,
 }
@@ -115,6 +115,9 @@ func reportCluster(rep *report, res *scenarioResults) {
 		"the Cluster is the sum over all 6 nodes, replication included, and over the masters alone.\n\n", rep.cfg.produceGoroutines, thousands(produceBatch), rep.cfg.rmqThreads, batch, produceSlots)
 	t := newTable("Variant", "msgs/s", "client CPU /100k msgs", "Redis CPU /100k msgs (all nodes)", "… masters only")
 	for _, name := range res.order {
+		if isClusterPunctual(name) {
+			continue
+		}
 		masters := "—"
 		if name == vClSendCluster || name == vClBatchCluster || name == vClConsumeCluster {
 			masters = stat(res.values(name, mRedisMasterCPU), cpuSec)
@@ -144,6 +147,7 @@ func reportCluster(rep *report, res *scenarioResults) {
 		rt.write(rep.w)
 	}
 	reportClusterYardstick(rep, res)
+	reportClusterPunctuality(rep, res)
 }
 
 // reportClusterYardstick sets the raw client's best shape on the Cluster
