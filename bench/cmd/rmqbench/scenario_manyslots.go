@@ -13,14 +13,15 @@ import (
 )
 
 // Many slots: one RMQ client subscribed to 100 FixedTime topics of 256 slots
-// each, all empty. We time its start-up (Start until it holds every slot),
+// each, all empty, on the single server and (with -cluster) on the Cluster. We time its start-up (Start until it holds every slot),
 // then watch an idle window: the commands Redis runs (INFO commandstats,
 // Lua-internal ones included) and those the client sends (a go-redis hook),
 // Redis CPU, the client's memory, and the lateness of FixedTime messages sent
 // meanwhile to random topics.
 
 const (
-	vManyRMQ = "RMQ"
+	vManyRMQ        = "RMQ"
+	vManyRMQCluster = "RMQ, Cluster"
 
 	manyWarmup    = 5 * time.Second // after every slot is held: the start wakes each slot once
 	manyAheadMin  = 100 * time.Millisecond
@@ -39,8 +40,12 @@ const (
 
 var manySlotsScenario = &scenario{
 	key: "manyslots",
-	variants: func(*config) []variant {
-		return []variant{{"rmq", vManyRMQ, manySlotsRMQ}}
+	variants: func(cfg *config) []variant {
+		vs := []variant{{"rmq", vManyRMQ, manySlotsRMQ}}
+		if len(cfg.clusterAddrs) > 0 {
+			vs = append(vs, variant{"rmq", vManyRMQCluster, clusterRun(manySlotsRMQ)})
+		}
+		return vs
 	},
 	report: reportManySlots,
 }
@@ -94,11 +99,12 @@ func manySlotsRMQ(ctx context.Context, e *env) (metrics, error) {
 		return nil, closeAll(ctx.Err())
 	}
 
-	before, err := commandStats(ctx, e.admin)
+	servers := &meter{e: e} // the single server, or every node of the Cluster
+	before, err := servers.commandStats(ctx)
 	if err != nil {
 		return nil, closeAll(err)
 	}
-	cpu0, err := redisCPU(ctx, e.admin)
+	cpu0, _, err := servers.redisCPU(ctx)
 	if err != nil {
 		return nil, closeAll(err)
 	}
@@ -108,12 +114,12 @@ func manySlotsRMQ(ctx context.Context, e *env) (metrics, error) {
 		return nil, closeAll(err)
 	}
 	time.Sleep(time.Until(start.Add(e.manyWindow)))
-	after, err := commandStats(ctx, e.admin)
+	after, err := servers.commandStats(ctx)
 	elapsed := time.Since(start).Seconds()
 	if err != nil {
 		return nil, closeAll(err)
 	}
-	cpu1, err := redisCPU(ctx, e.admin)
+	cpu1, _, err := servers.redisCPU(ctx)
 	if err != nil {
 		return nil, closeAll(err)
 	}
