@@ -40,7 +40,7 @@
 # six cluster nodes in directories of their own under it), builds and runs
 # bench/cmd/rmqbench against them, and stops exactly the redis-server PIDs it started (also
 # on Ctrl-C or error). The markdown report goes to stdout; progress goes to stderr. With
-# no arguments it runs every scenario, 3 rounds: 21–27 minutes on a 2-core VM.
+# no arguments it runs every scenario, 3 rounds: about 23–30 minutes on a 2-core VM.
 
 set -euo pipefail
 
