@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 // BenchmarkSlotIndex measures the slot hash of a 64-byte basis.
@@ -149,45 +149,12 @@ func benchmarkSendOn(b *testing.B, r redis.UniversalClient, senders int, stream 
 	}
 }
 
-// serversCPU returns the CPU seconds every server of r (each node of a
-// Cluster, replicas included) has spent (INFO cpu), or -1 where INFO cannot
-// say (miniredis).
+// serversCPU returns the CPU seconds every server of r has spent, or -1
+// where INFO cannot say (miniredis).
 func serversCPU(ctx context.Context, r redis.UniversalClient) float64 {
-	var mu sync.Mutex
-	total := 0.0
-	add := func(ctx context.Context, c *redis.Client) error {
-		info, err := c.Info(ctx, "cpu").Result()
-		if err != nil {
-			return err
-		}
-		found := 0
-		for line := range strings.SplitSeq(info, "\r\n") {
-			name, v, _ := strings.Cut(line, ":")
-			if name == "used_cpu_sys" || name == "used_cpu_user" {
-				f, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				total += f
-				mu.Unlock()
-				found++
-			}
-		}
-		if found != 2 {
-			return fmt.Errorf("no CPU figures in INFO cpu")
-		}
-		return nil
-	}
-	var err error
-	switch c := r.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachShard(ctx, add)
-	case *redis.Client:
-		err = add(ctx, c)
-	}
+	cpu, err := testenv.ServersCPU(ctx, r)
 	if err != nil {
 		return -1
 	}
-	return total
+	return cpu
 }

@@ -3,8 +3,6 @@ package rdb
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -73,22 +71,11 @@ func BenchmarkCycleDrain(b *testing.B) {
 // redisCPU returns the server's used_cpu_user + used_cpu_sys in seconds.
 func redisCPU(b *testing.B, c redis.UniversalClient) float64 {
 	b.Helper()
-	info, err := c.Info(context.Background(), "cpu").Result()
+	cpu, err := testenv.ServersCPU(context.Background(), c)
 	if err != nil {
 		b.Fatal(err)
 	}
-	sum := 0.0
-	for line := range strings.SplitSeq(info, "\r\n") {
-		name, v, ok := strings.Cut(line, ":")
-		if ok && (name == "used_cpu_user" || name == "used_cpu_sys") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sum += f
-		}
-	}
-	return sum
+	return cpu
 }
 
 // BenchmarkCyclesAtLowRate measures what a cycle call costs the server of
