@@ -44,12 +44,9 @@ func reportClusterPunctuality(rep *report, res *scenarioResults) {
 		"sharded channels, and on the single server. Cells: median over rounds (min–max); \"early\" and \"missing\" are totals. "+
 		"Redis CPU per message on the Cluster is the sum over all 6 nodes.\n\n",
 		thousands(punctualMessages), punctualFirst, punctualFirst+punctualSpan, consumeSlots)
-	t := newTable("Variant", "p50", "p99", "max", "earliest", "early", "missing", "client CPU /msg", "Redis CPU /msg")
+	t := newTable(append([]string{"Variant"}, punctualColumns...)...)
 	for _, name := range rows {
-		t.add(name, stat(res.values(name, mLateP50), ms), stat(res.values(name, mLateP99), ms),
-			stat(res.values(name, mLateMax), ms), stat(res.values(name, mLateMin), ms),
-			count(sum(res.values(name, mEarly))), count(sum(res.values(name, mMissing))),
-			stat(perMessage(res.values(name, mClientCPU)), us), stat(perMessage(res.values(name, mRedisCPU)), us))
+		t.add(append([]string{name}, punctualCells(res, name)...)...)
 	}
 	t.write(rep.w)
 }

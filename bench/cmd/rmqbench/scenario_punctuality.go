@@ -176,13 +176,9 @@ func reportPunctuality(rep *report, res *scenarioResults) {
 		"Cells: median over rounds (min–max). \"early\" and \"missing\" (not delivered within %s after the last due "+
 		"time) are totals over all rounds.\n\n",
 		thousands(punctualMessages), punctualFirst, punctualFirst+punctualSpan, punctualWait)
-	t := newTable("System", "settings", "p50", "p99", "max", "earliest", "early", "missing", "client CPU /msg", "Redis CPU /msg")
+	t := newTable(append([]string{"System", "settings"}, punctualColumns...)...)
 	for _, name := range res.order {
-		t.add(name, punctualSettings(name),
-			stat(res.values(name, mLateP50), ms), stat(res.values(name, mLateP99), ms),
-			stat(res.values(name, mLateMax), ms), stat(res.values(name, mLateMin), ms),
-			count(sum(res.values(name, mEarly))), count(sum(res.values(name, mMissing))),
-			stat(perMessage(res.values(name, mClientCPU)), us), stat(perMessage(res.values(name, mRedisCPU)), us))
+		t.add(append([]string{name, punctualSettings(name)}, punctualCells(res, name)...)...)
 	}
 	t.write(rep.w)
 	rep.printf("CPU per message covers the timed section: the send, the wait for the first due time, and every delivery " +
@@ -192,6 +188,17 @@ func reportPunctuality(rep *report, res *scenarioResults) {
 			punctualTargets(rep, res, v)
 		}
 	}
+}
+
+// punctualColumns head the lateness and CPU cells of a punctuality row.
+var punctualColumns = []string{"p50", "p99", "max", "earliest", "early", "missing", "client CPU /msg", "Redis CPU /msg"}
+
+// punctualCells are the lateness and CPU cells of the punctuality row name.
+func punctualCells(res *scenarioResults, name string) []string {
+	return []string{stat(res.values(name, mLateP50), ms), stat(res.values(name, mLateP99), ms),
+		stat(res.values(name, mLateMax), ms), stat(res.values(name, mLateMin), ms),
+		count(sum(res.values(name, mEarly))), count(sum(res.values(name, mMissing))),
+		stat(perMessage(res.values(name, mClientCPU)), us), stat(perMessage(res.values(name, mRedisCPU)), us)}
 }
 
 // punctualTargets reports the punctuality targets of one RMQ row.
