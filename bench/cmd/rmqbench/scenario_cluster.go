@@ -124,7 +124,9 @@ func reportCluster(rep *report, res *scenarioResults) {
 		}
 		t.add(append(append([]string{name, stat(res.values(name, mRate), num)}, cpuCells(res, name)...), masters)...)
 	}
-	t.write(rep.w)
+	if len(t.rows) > 0 { // none when only the punctuality rows ran
+		t.write(rep.w)
+	}
 	rt := newTable(roundHead("Cluster as % of single node", res.rounds)...)
 	for _, p := range clusterPairs {
 		if !res.has(p.cluster) || !res.has(p.single) {
