@@ -104,7 +104,22 @@ func (t *thread) finishPops(hard context.Context, calls []*popCall) {
 		c.s.busy = nil
 		if t.slots[c.s.lease.Slot()] == c.s {
 			t.afterPop(hard, c)
+			t.wokenMeanwhile(c.s)
 		}
+	}
+}
+
+// wokenMeanwhile applies the wake-ups that came for s while its pop ran: the
+// pop may have looked before their messages were stored, so they count
+// after its result, which may have parked the slot.
+func (t *thread) wokenMeanwhile(s *slotState) {
+	at := s.wokeBusy
+	s.wokeBusy = time.Time{}
+	if at.IsZero() || t.slots[s.lease.Slot()] != s || s.busy != nil {
+		return
+	}
+	if s.parked || at.Before(s.next) {
+		s.next, s.parked = at, false
 	}
 }
 

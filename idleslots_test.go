@@ -3,6 +3,7 @@ package rmq_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,11 +18,17 @@ import (
 
 // TestIdleSweepFindsAMessageWithoutWakeUp: a message stored without a
 // wake-up (as after a lost publication) in a parked slot is found by the
-// thread's idle sweep, within about an idle poll.
+// thread's idle sweep, within about an idle poll on a single node (the
+// default sweep) and within about the sweep set on a Cluster (whose default
+// is 20 polls: TestClusterSweepsEveryTwentiethPoll).
 func TestIdleSweepFindsAMessageWithoutWakeUp(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
-		c := newClient(t, b, rmq.WithIdlePoll(300*time.Millisecond))
+		opts := []rmq.Option{rmq.WithIdlePoll(300 * time.Millisecond)}
+		if b.Name == "cluster" {
+			opts = append(opts, rmq.WithIdleSweep(300*time.Millisecond))
+		}
+		c := newClient(t, b, opts...)
 		define(t, c, "quiet", 8, rmq.Priority)
 		rec := newRecorder()
 		require.NoError(t, c.Subscribe("quiet", rec, rmq.WithThreads(2)))
@@ -45,6 +52,74 @@ func TestIdleSweepFindsAMessageWithoutWakeUp(t *testing.T) {
 		assert.Equal(t, "unannounced", rec.snapshot()[0].content)
 		assert.Less(t, took, 2*time.Second)
 	})
+}
+
+// TestClusterSweepsEveryTwentiethPoll: on a Cluster, where the idle sweep
+// costs an EXISTS per parked slot, a thread sweeps every 20th idle poll by
+// default, and that sweep still finds a message stored without a wake-up.
+func TestClusterSweepsEveryTwentiethPoll(t *testing.T) {
+	b := testenv.Cluster(t)
+	ctx := context.Background()
+	ex := &existsCounter{}
+	b.Redis.AddHook(ex)
+	c := newClient(t, b, rmq.WithIdlePoll(100*time.Millisecond))
+	const slots = 256
+	define(t, c, "sparse", slots, rmq.FixedTime)
+	rec := newRecorder()
+	require.NoError(t, c.Subscribe("sparse", rec, rmq.WithThreads(2)))
+	run(t, c)
+	require.Eventually(t, func() bool {
+		o, err := c.Owners(ctx, "sparse")
+		return err == nil && len(o) == slots && o[slots-1].Holder != ""
+	}, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // every slot has looked once and parked
+
+	before := ex.n.Load()
+	window := 4 * time.Second
+	time.Sleep(window)
+	perSlot := float64(ex.n.Load()-before) / window.Seconds() / slots
+	t.Logf("%.2f EXISTS per parked slot per second (idle poll 100 ms)", perSlot)
+	// A sweep every poll (100 ms minus jitter) asks about 11 times per slot
+	// per second (measured: 11.1); every 20th (2 s minus jitter) about 0.55.
+	// Each of the two threads still sweeps: at least once in the window.
+	assert.Less(t, perSlot, 1.5)
+	assert.GreaterOrEqual(t, perSlot, 1/window.Seconds())
+
+	keys := rdb.NewKeyspace(c.Namespace()).Slots("sparse", slots)
+	sent := time.Now()
+	require.NoError(t, b.Redis.ZAdd(ctx, keys[77].Store, redis.Z{Score: 100, Member: "unannounced"}).Err())
+	select {
+	case <-rec.seen:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a message stored without a wake-up was not found by the idle sweep")
+	}
+	t.Logf("found after %v", time.Since(sent))
+	assert.Equal(t, "unannounced", rec.snapshot()[0].content)
+}
+
+// existsCounter counts the EXISTS commands a client sends.
+type existsCounter struct{ n atomic.Int64 }
+
+func (e *existsCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (e *existsCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		e.count([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+func (e *existsCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		e.count(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (e *existsCounter) count(cmds []redis.Cmder) {
+	for _, c := range cmds {
+		if c.Name() == "exists" {
+			e.n.Add(1)
+		}
+	}
 }
 
 // TestIdleSlotsCostFewCommands: a thread's parked slots cost Redis a few

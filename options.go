@@ -22,6 +22,7 @@ type config struct {
 	coordinator    coordinator.Coordinator
 	batchSize      int
 	idlePoll       time.Duration
+	idleSweep      time.Duration // 0: the default (see sweepInterval)
 	maxContent     int
 	sendStream     bool
 	replicaAck     rdb.ReplicaAck
@@ -133,7 +134,9 @@ func WithBatchSize(n int) Option {
 // of; the poll only bounds the delay when a wake-up is lost (a publication
 // that failed after its message was stored). A thread asks about all its
 // empty slots at once: one EXISTS per 300 slots on a single node, one per
-// slot on a Cluster. Default 3s, minus up to 20% jitter; range 10ms..1m.
+// slot on a Cluster, where it therefore asks every 20th poll unless
+// WithIdleSweep says otherwise. Default 3s, minus up to 20% jitter; range
+// 10ms..1m.
 func WithIdlePoll(d time.Duration) Option {
 	return func(c *config) {
 		if d < 10*time.Millisecond || d > time.Minute {
@@ -142,6 +145,40 @@ func WithIdlePoll(d time.Duration) Option {
 		}
 		c.idlePoll = d
 	}
+}
+
+// clusterSweepPolls is how many idle polls apart a Cluster's threads sweep
+// their empty slots by default: there each empty slot costs a command per
+// sweep, against one per 300 slots on a single node.
+const clusterSweepPolls = 20
+
+// WithIdleSweep sets how often a consumer thread asks Redis whether any of
+// its empty slots holds a message that no wake-up announced (one whose
+// wake-up was lost, as when a producer dies between storing a message and
+// publishing its wake-up). The sweep is that safety net and the only Redis
+// traffic of empty slots. Default: the idle poll (WithIdlePoll) on a single
+// node, which asks with one EXISTS per 300 slots; 20 idle polls (a minute by
+// default) on a Cluster, which asks with one EXISTS per slot. Minus up to 20%
+// jitter; range 10ms..10m.
+func WithIdleSweep(d time.Duration) Option {
+	return func(c *config) {
+		if d < 10*time.Millisecond || d > 10*time.Minute {
+			c.fail("idle sweep %v outside 10ms..10m", d)
+			return
+		}
+		c.idleSweep = d
+	}
+}
+
+// sweepInterval is how often a thread sweeps its empty slots (WithIdleSweep).
+func (c *config) sweepInterval(multiNode bool) time.Duration {
+	switch {
+	case c.idleSweep > 0:
+		return c.idleSweep
+	case multiNode:
+		return clusterSweepPolls * c.idlePoll
+	}
+	return c.idlePoll
 }
 
 // WithMaxContentSize sets the largest content a producer accepts, in bytes.

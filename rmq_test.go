@@ -33,6 +33,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"batch zero", rmq.WithBatchSize(0), rmq.ErrInvalidOption},
 		{"batch huge", rmq.WithBatchSize(5000), rmq.ErrInvalidOption},
 		{"idle poll", rmq.WithIdlePoll(time.Millisecond), rmq.ErrInvalidOption},
+		{"idle sweep too short", rmq.WithIdleSweep(time.Millisecond), rmq.ErrInvalidOption},
+		{"idle sweep too long", rmq.WithIdleSweep(11 * time.Minute), rmq.ErrInvalidOption},
 		{"max content", rmq.WithMaxContentSize(0), rmq.ErrInvalidOption},
 	}
 	for _, tc := range cases {

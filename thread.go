@@ -51,9 +51,12 @@ type slotState struct {
 	// lingering: pending holds only commits, sent with the cycle due at next
 	// (see afterDelivery).
 	lingering bool
-	busy      *popCall  // a pop still running after the thread stopped waiting
-	parked    bool      // empty: looked at again on a wake-up or after the idle sweep (idleslots.go)
-	held      []heldMsg // popped ahead of their due time, in due order (lookahead.go)
+	busy      *popCall // a pop still running after the thread stopped waiting
+	// wokeBusy: the earliest due time of the wake-ups that came while busy,
+	// for after the pop (finishPops); zero if none came.
+	wokeBusy time.Time
+	parked   bool      // empty: looked at again on a wake-up or after the idle sweep (idleslots.go)
+	held     []heldMsg // popped ahead of their due time, in due order (lookahead.go)
 }
 
 func newThread(s *subscription, index int) *thread {
@@ -156,10 +159,18 @@ func (t *thread) absorb(hard context.Context) {
 		}
 	}
 	for slot, due := range wakes {
-		if s := t.slots[slot]; s != nil {
-			if at := time.UnixMilli(due); at.Before(s.next) {
-				s.next, s.parked = at, false
-			}
+		s := t.slots[slot]
+		if s == nil {
+			continue
+		}
+		at := time.UnixMilli(due)
+		if s.busy != nil && (s.wokeBusy.IsZero() || at.Before(s.wokeBusy)) {
+			// The pop may have looked before this wake-up's message was
+			// stored, and its result would park the slot or set a later look.
+			s.wokeBusy = at
+		}
+		if at.Before(s.next) {
+			s.next, s.parked = at, false
 		}
 	}
 }
