@@ -104,18 +104,20 @@ func (t *thread) finishPops(hard context.Context, calls []*popCall) {
 		c.s.busy = nil
 		if t.slots[c.s.lease.Slot()] == c.s {
 			t.afterPop(hard, c)
-			t.wokenMeanwhile(c.s)
+			t.wokenMeanwhile(c)
 		}
 	}
 }
 
-// wokenMeanwhile applies the wake-ups that came for s while its pop ran: the
-// pop may have looked before their messages were stored, so they count
-// after its result, which may have parked the slot.
-func (t *thread) wokenMeanwhile(s *slotState) {
+// wokenMeanwhile applies the wake-ups that came for a slot while its pop c
+// ran: the pop may have looked before their messages were stored, so they
+// count after its result, which may have parked the slot. After a failed
+// pop the slot's backoff from its node decides when it looks again.
+func (t *thread) wokenMeanwhile(c *popCall) {
+	s := c.s
 	at := s.wokeBusy
 	s.wokeBusy = time.Time{}
-	if at.IsZero() || t.slots[s.lease.Slot()] != s || s.busy != nil {
+	if at.IsZero() || c.err != nil || t.slots[s.lease.Slot()] != s || s.busy != nil {
 		return
 	}
 	if s.parked || at.Before(s.next) {

@@ -33,7 +33,7 @@ type Broker interface {
 	// entry (nil where that entry was stored): after a pipeline with a failed
 	// entry, or once ctx has ended, the rest are not sent. The second result
 	// is the first failed publication's error, which is also logged: the
-	// entries are stored, and consumers find them at their next idle poll.
+	// entries are stored, and consumers find them at their next idle sweep.
 	Enqueue(ctx context.Context, entries []Entry, pubs []Publication) ([]error, error)
 	// Close stops sending: later Sends fail with ErrClosed; Sends already
 	// queued are written and their replies awaited, all within ctx, then the

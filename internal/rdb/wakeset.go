@@ -132,7 +132,7 @@ func (s *wakeSet) appendPublications(pubs []Publication, buf []byte) ([]Publicat
 const wakeLogEvery = time.Second
 
 // wakeOutcome logs failed wake-up publications of one broker: the messages
-// are stored, and consumers find them at their next idle poll. It logs at
+// are stored, and consumers find them at their next idle sweep. It logs at
 // most one line per wakeLogEvery, which counts the failures not logged since
 // the line before ("unlogged").
 type wakeOutcome struct {
