@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rmq-go/rmq/internal/rdb"
 )
 
 // wakeListener receives producers' wake-ups (see Keyspace.WakeChannel) and
@@ -86,9 +88,14 @@ func (w *wakeListener) run(ctx context.Context) {
 	})
 }
 
-// wakeSlots routes a payload "slot:dueMs,slot:dueMs,…" to the slots' threads.
+// wakeSlots routes a payload "slot:dueMs,slot:dueMs,…" to the slots' threads;
+// an item "*" (rdb.WakeAll: a failed wake-up published again) wakes them all.
 func (s *subscription) wakeSlots(payload string) {
 	for item := range strings.SplitSeq(payload, ",") {
+		if item == rdb.WakeAll { // a failed wake-up published again
+			s.wakeAll()
+			continue
+		}
 		slotStr, dueStr, ok := strings.Cut(item, ":")
 		if !ok {
 			continue

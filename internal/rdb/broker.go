@@ -148,7 +148,7 @@ type redisBroker struct {
 	send   *sender
 	counts *SendCounts
 	log    *slog.Logger
-	wakes  *wakeOutcome // logs failed wake-up publications
+	wakes  *wakeOutcome // logs failed wake-up publications, publishes them again
 	ack    ReplicaAck   // writes of entries wait for replicas
 }
 
@@ -160,8 +160,12 @@ func New(rdb redis.UniversalClient, keys Keyspace, opts ...Option) Broker {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	wakes := &wakeOutcome{log: o.log}
+	wakes.retry = newWakeRetry(func(ctx context.Context, channel string) error {
+		return rdb.Publish(ctx, channel, WakeAll).Err()
+	}, wakes.Complete)
 	b := &redisBroker{rdb: rdb, keys: keys, topo: topologyOf(rdb), counts: o.counts, log: o.log,
-		wakes: &wakeOutcome{log: o.log}, ack: o.ack}
+		wakes: wakes, ack: o.ack}
 	var st strategy = &sendPipe{b: b}
 	if o.stream {
 		if cc, ok := rdb.(*redis.ClusterClient); ok {
@@ -208,4 +212,7 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 func (b *redisBroker) Send(ctx context.Context, e Entry) error { return b.send.send(ctx, e) }
 
 // Close implements Broker.
-func (b *redisBroker) Close(ctx context.Context) { b.send.close(ctx) }
+func (b *redisBroker) Close(ctx context.Context) {
+	b.send.close(ctx)
+	b.wakes.retry.close()
+}

@@ -63,7 +63,7 @@ func (s *sendStream) flushWakes(now bool) bool {
 	s.pubs, s.payload = h.set.appendPublications(s.pubs[:0], s.payload)
 	h.set.reset()
 	h.since = time.Time{}
-	s.writeCommands(nil, nil, s.pubs, s.pubDone)
+	s.writeCommands(nil, nil, s.pubs)
 	clear(s.pubs)
 	s.pubs = s.pubs[:0]
 	return false

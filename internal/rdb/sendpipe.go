@@ -189,9 +189,12 @@ func (b *redisBroker) storeOn(ctx context.Context, client pipeliner, entries []E
 	}
 	b.counts.Sent.Add(stored)
 	var pubErr error
-	for _, c := range pubCmds {
-		if err := c.Err(); err != nil && pubErr == nil {
-			pubErr = err
+	for i, c := range pubCmds {
+		if err := c.Err(); err != nil {
+			if pubErr == nil {
+				pubErr = err
+			}
+			b.wakes.retry.add(pubs[i].Channel)
 		}
 	}
 	return errs, pubErr

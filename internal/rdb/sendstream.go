@@ -33,9 +33,12 @@ type Completer interface {
 // finds nothing in flight). go-redis hooks do not see its commands.
 type sendStream struct {
 	opt     *redis.Options
-	retries retryPolicy // the go-redis client's
-	pubDone Completer   // the outcome of every wake-up publication
-	ack     ReplicaAck  // each write waits for replicas after its entries
+	retries retryPolicy  // the go-redis client's
+	pubDone *wakeOutcome // the outcome of every wake-up publication
+	// pubOutcomes: a Completer per topic's broadcast channel, for the
+	// publications of its wake-ups (used by the writer alone).
+	pubOutcomes map[string]Completer
+	ack         ReplicaAck // each write waits for replicas after its entries
 
 	mu     sync.Mutex
 	conn   *streamConn // nil until dialled
@@ -84,7 +87,7 @@ func (s *sendStream) write(batch []*request) {
 	} else {
 		s.pubs, s.payload = entryWakes(&s.wakes, s.entries, s.pubs, s.payload)
 	}
-	s.writeCommands(s.entries, s.done, s.pubs, s.pubDone)
+	s.writeCommands(s.entries, s.done, s.pubs)
 	clear(s.entries)
 	clear(s.done)
 	clear(s.pubs)
@@ -102,7 +105,8 @@ func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
 
 // writeCommands sends ZADD for each entry (entries[i] completes done[i]),
 // then WAIT when the stream waits for replicas (done[i] then completes once
-// WAIT answered), then PUBLISH for each publication (each completes pubDone),
+// WAIT answered), then PUBLISH for each publication (each completes its
+// topic's pubOutcome),
 // on the current connection, dialling one if there is none. Every completer
 // is completed exactly once, whatever happens.
 //
@@ -113,7 +117,7 @@ func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
 // each block in their turn, and while no replica answers, every Send would
 // wait for all the WAITs queued before it, and go on waiting once a replica
 // is back. Meanwhile the Sends that come queue for the next write.
-func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Publication, pubDone Completer) {
+func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Publication) {
 	all := append(s.all[:0], done...)
 	if s.ack.on() && len(done) > 0 {
 		if s.lastAck != nil {
@@ -126,8 +130,8 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 			all = append(all, g)
 		}
 	}
-	for range pubs {
-		all = append(all, pubDone)
+	for i := range pubs {
+		all = append(all, s.pubOutcome(pubs[i].Channel))
 	}
 	s.all = all[:0]
 	cn, err := s.current()
@@ -203,6 +207,20 @@ func (s *sendStream) close(ctx context.Context) {
 		cn.fail(ErrClosed)
 	}
 	s.reader.Wait()
+}
+
+// pubOutcome is the Completer of a publication of the wake-ups of the topic
+// whose broadcast channel is channel.
+func (s *sendStream) pubOutcome(channel string) Completer {
+	c, ok := s.pubOutcomes[channel]
+	if !ok {
+		if s.pubOutcomes == nil {
+			s.pubOutcomes = make(map[string]Completer)
+		}
+		c = &channelOutcome{w: s.pubDone, channel: channel}
+		s.pubOutcomes[channel] = c
+	}
+	return c
 }
 
 func completeAll(all []Completer, err error) {

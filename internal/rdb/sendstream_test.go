@@ -44,7 +44,7 @@ func write(s *sendStream, entries ...Entry) []outcome {
 		outs[i] = make(outcome, 1)
 		done[i] = outs[i]
 	}
-	s.writeCommands(entries, done, nil, nil)
+	s.writeCommands(entries, done, nil)
 	return outs
 }
 
@@ -127,11 +127,12 @@ func TestStreamErrorReplyFailsOneCommand(t *testing.T) {
 		s, _ := streamOn(t, opt)
 		outs := []outcome{make(outcome, 1), make(outcome, 1), make(outcome, 1)}
 		pub := make(outcome, 2)
+		s.pubOutcomes = map[string]Completer{ns + ":wake": pub, ns + ":wake2": pub} // each publication's reply
 		s.writeCommands([]Entry{
 			{Key: ns + ":z", Score: 1, Member: []byte("a")},
 			{Key: ns + ":str", Score: 1, Member: []byte("b")},
 			{Key: ns + ":z", Score: 2, Member: []byte("c")},
-		}, []Completer{outs[0], outs[1], outs[2]}, []Publication{{Channel: ns + ":wake", Payload: []byte("1:0")}, {Channel: ns + ":wake2", Payload: []byte("2:0")}}, pub)
+		}, []Completer{outs[0], outs[1], outs[2]}, []Publication{{Channel: ns + ":wake", Payload: []byte("1:0")}, {Channel: ns + ":wake2", Payload: []byte("2:0")}})
 		require.NoError(t, outs[0].wait(t, 5*time.Second))
 		err := outs[1].wait(t, 5*time.Second)
 		var re ReplyError

@@ -87,8 +87,11 @@ func (b *redisBroker) storeCluster(ctx context.Context, entries []Entry, pubs []
 		return errs, pubErr
 	}
 	for _, p := range pubs {
-		if err := b.publish(ctx, b.rdb, p).Err(); err != nil && pubErr == nil {
-			pubErr = err
+		if err := b.publish(ctx, b.rdb, p).Err(); err != nil {
+			if pubErr == nil {
+				pubErr = err
+			}
+			b.wakes.retry.add(p.Channel)
 		}
 	}
 	if pubErr != nil {

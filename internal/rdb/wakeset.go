@@ -131,19 +131,40 @@ func (s *wakeSet) appendPublications(pubs []Publication, buf []byte) ([]Publicat
 // write.
 const wakeLogEvery = time.Second
 
-// wakeOutcome logs failed wake-up publications of one broker: the messages
-// are stored, and consumers find them at their next idle sweep. It logs at
-// most one line per wakeLogEvery, which counts the failures not logged since
-// the line before ("unlogged").
+// wakeOutcome logs failed wake-up publications of one broker and has their
+// topics' wake-ups published again (wakeretry.go). It logs at most one line
+// per wakeLogEvery, which counts the failures not logged since the line
+// before ("unlogged").
 type wakeOutcome struct {
-	log *slog.Logger
+	log   *slog.Logger
+	retry *wakeRetry // nil: failures are only logged
 
 	mu       sync.Mutex
 	last     time.Time // when a line was last logged
 	unlogged int
 }
 
+// failedOn logs a failed publication of a wake-up whose broadcast channel is
+// channel, and has that topic's wake-up published again.
+func (w *wakeOutcome) failedOn(channel string, err error) {
+	w.Complete(err)
+	w.retry.add(channel)
+}
+
+// channelOutcome completes the publications of one topic's wake-ups.
+type channelOutcome struct {
+	w       *wakeOutcome
+	channel string // the topic's broadcast channel
+}
+
 // Complete implements Completer.
+func (c *channelOutcome) Complete(err error) {
+	if err != nil {
+		c.w.failedOn(c.channel, err)
+	}
+}
+
+// Complete implements Completer: it logs a failure.
 func (w *wakeOutcome) Complete(err error) {
 	if err == nil {
 		return

@@ -1,0 +1,133 @@
+package rdb
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Failed wake-ups, published again. A wake-up whose publication failed after
+// its entries were stored leaves them to the consumers' idle sweep, which on
+// a Cluster runs once a minute by default. So the broker publishes that
+// topic's wake-up again: WakeAll on the topic's broadcast channel
+// (Publication.Channel), which consumers follow on every kind of Redis
+// (through two masters on a Cluster), wakeRetryAfter after the failure and
+// then with a doubling delay while that fails too, until it goes through or
+// the broker closes. Failures of one topic meanwhile go as one publication.
+// What is left to the sweep is a producer that dies between storing entries
+// and publishing their wake-up.
+
+// WakeAll is the wake-up payload that names every slot of the topic.
+const WakeAll = "*"
+
+const (
+	wakeRetryAfter = 100 * time.Millisecond
+	wakeRetryMax   = 5 * time.Second
+	wakeRetryWait  = 5 * time.Second // the most one publication may take
+)
+
+// wakeRetry publishes failed topics' wake-ups again (see above).
+type wakeRetry struct {
+	publish func(ctx context.Context, channel string) error
+	failed  func(err error) // logs a failure (wakeOutcome.Complete)
+
+	mu      sync.Mutex
+	pending map[string]struct{} // broadcast channels to publish on
+	armed   bool                // a run is scheduled or running
+	timer   *time.Timer         // the scheduled run's, until it starts
+	delay   time.Duration       // before the next run
+	closed  bool
+	ctx     context.Context // ends at close
+	cancel  context.CancelFunc
+	runs    sync.WaitGroup
+}
+
+func newWakeRetry(publish func(ctx context.Context, channel string) error, failed func(error)) *wakeRetry {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &wakeRetry{publish: publish, failed: failed, pending: make(map[string]struct{}),
+		delay: wakeRetryAfter, ctx: ctx, cancel: cancel}
+}
+
+// add schedules a publication on channel, a topic's broadcast channel.
+func (r *wakeRetry) add(channel string) {
+	if r == nil || channel == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.pending[channel] = struct{}{}
+	r.arm()
+}
+
+// arm schedules a run after r.delay unless one is scheduled or running;
+// r.mu is held.
+func (r *wakeRetry) arm() {
+	if r.armed || r.closed || len(r.pending) == 0 {
+		return
+	}
+	r.armed = true
+	r.runs.Add(1)
+	r.timer = time.AfterFunc(r.delay, r.run)
+}
+
+// run publishes every pending channel's wake-up once.
+func (r *wakeRetry) run() {
+	defer r.runs.Done()
+	r.mu.Lock()
+	r.timer = nil
+	channels := make([]string, 0, len(r.pending))
+	for ch := range r.pending {
+		channels = append(channels, ch)
+	}
+	clear(r.pending)
+	r.mu.Unlock()
+	var failed []string
+	var firstErr error
+	for _, ch := range channels {
+		ctx, cancel := context.WithTimeout(r.ctx, wakeRetryWait)
+		err := r.publish(ctx, ch)
+		cancel()
+		if err != nil {
+			failed = append(failed, ch)
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if firstErr != nil && r.ctx.Err() == nil {
+		r.failed(firstErr)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armed = false
+	if len(failed) == 0 {
+		r.delay = wakeRetryAfter
+	} else {
+		for _, ch := range failed {
+			r.pending[ch] = struct{}{}
+		}
+		r.delay = min(2*r.delay, wakeRetryMax)
+	}
+	r.arm()
+}
+
+// close drops what is pending and a scheduled run, and waits for a run in
+// progress, whose publications it cancels.
+func (r *wakeRetry) close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.closed = true
+	clear(r.pending)
+	if r.timer != nil && r.timer.Stop() {
+		r.runs.Done()
+	}
+	r.timer = nil
+	r.mu.Unlock()
+	r.cancel()
+	r.runs.Wait()
+}

@@ -1,0 +1,86 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakePublisher records publications and fails the first failures of them.
+type fakePublisher struct {
+	mu       sync.Mutex
+	failures int
+	got      []string
+	at       []time.Time
+	logged   int
+}
+
+func (f *fakePublisher) publish(ctx context.Context, channel string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got = append(f.got, channel)
+	f.at = append(f.at, time.Now())
+	if f.failures > 0 {
+		f.failures--
+		return errors.New("node down")
+	}
+	return nil
+}
+
+func (f *fakePublisher) failed(error) {
+	f.mu.Lock()
+	f.logged++
+	f.mu.Unlock()
+}
+
+func (f *fakePublisher) snapshot() ([]string, []time.Time, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.got...), append([]time.Time(nil), f.at...), f.logged
+}
+
+// Failures of one topic's wake-up within the first delay go as one
+// publication on its broadcast channel; a failed one is tried again after a
+// doubled delay, and logged.
+func TestWakeRetryPublishesEachTopicOnceAndBacksOff(t *testing.T) {
+	f := &fakePublisher{failures: 1}
+	r := newWakeRetry(f.publish, f.failed)
+	defer r.close()
+	start := time.Now()
+	r.add("ns:wake:a")
+	r.add("ns:wake:a")
+	r.add("")
+	r.add("ns:wake:b")
+	require.Eventually(t, func() bool {
+		got, _, _ := f.snapshot()
+		return len(got) == 3
+	}, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(3 * wakeRetryAfter) // nothing more comes
+	got, at, logged := f.snapshot()
+	require.Len(t, got, 3, "%v", got)
+	assert.ElementsMatch(t, []string{"ns:wake:a", "ns:wake:b"}, got[:2])
+	assert.Equal(t, got[0], got[2], "the failed one, again")
+	assert.GreaterOrEqual(t, at[0].Sub(start), wakeRetryAfter)
+	assert.GreaterOrEqual(t, at[2].Sub(at[0]), 2*wakeRetryAfter, "the delay doubles after a failure")
+	assert.Equal(t, 1, logged)
+}
+
+// Close drops what is pending and a scheduled run at once, and later adds
+// publish nothing.
+func TestWakeRetryCloseDropsPending(t *testing.T) {
+	f := &fakePublisher{}
+	r := newWakeRetry(f.publish, f.failed)
+	r.add("ns:wake:a")
+	start := time.Now()
+	r.close()
+	assert.Less(t, time.Since(start), wakeRetryAfter)
+	r.add("ns:wake:b")
+	time.Sleep(2 * wakeRetryAfter)
+	got, _, _ := f.snapshot()
+	assert.Empty(t, got)
+}

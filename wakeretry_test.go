@@ -1,0 +1,71 @@
+package rmq_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// TestFailedWakeUpIsPublishedAgain: on the real Cluster, a producer whose
+// sharded wake-ups fail (its Redis user may not SPUBLISH) still wakes the
+// consumers: the topic's wake-up goes again on its broadcast channel, so a
+// message sent with Send and one sent with SendBatch are delivered within
+// a second or two, not at the idle sweep (here 20 minutes away).
+func TestFailedWakeUpIsPublishedAgain(t *testing.T) {
+	b := testenv.Cluster(t)
+	ctx := context.Background()
+	cc := b.Redis.(*redis.ClusterClient)
+	user := "rmqnospub" + strings.ReplaceAll(t.Name(), "/", "")
+	acl := func(args ...any) {
+		require.NoError(t, cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+			return node.Do(ctx, append([]any{"ACL"}, args...)...).Err()
+		}))
+	}
+	acl("SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-spublish")
+	t.Cleanup(func() { acl("DELUSER", user) })
+
+	c := newClient(t, b, rmq.WithIdlePoll(time.Minute))
+	define(t, c, "retried", 8, rmq.Priority)
+	rec := newRecorder()
+	require.NoError(t, c.Subscribe("retried", rec, rmq.WithThreads(2)))
+	run(t, c)
+	require.Eventually(t, func() bool {
+		o, err := c.Owners(ctx, "retried")
+		return err == nil && len(o) == 8 && o[7].Holder != ""
+	}, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // every slot has looked once and parked
+
+	pc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv("RMQ_CLUSTER_ADDRS"), ","),
+		Username: user, Password: "pw"})
+	t.Cleanup(func() { pc.Close() })
+	p, err := rmq.New(pc, rmq.WithNamespace(c.Namespace()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	require.Error(t, pc.SPublish(ctx, "probe", "x").Err(), "the producer's user may not SPUBLISH")
+
+	expect := func(content string) {
+		t.Helper()
+		sent := time.Now()
+		select {
+		case <-rec.seen:
+		case <-time.After(3 * time.Second):
+			t.Fatalf("%s: not delivered within 3s; its failed wake-up was not published again", content)
+		}
+		t.Logf("%s delivered %v after its send", content, time.Since(sent))
+		calls := rec.snapshot()
+		assert.Equal(t, content, calls[len(calls)-1].content)
+	}
+	require.NoError(t, p.Producer().Send(ctx, rmq.PriorityMessage{Topic: "retried", Content: []byte("sent"), Priority: 20}))
+	expect("sent")
+	require.NoError(t, p.Producer().SendBatch(ctx, rmq.PriorityMessage{Topic: "retried", Content: []byte("batched"), Priority: 20}))
+	expect("batched")
+}
