@@ -111,7 +111,8 @@ type zaddGroup struct {
 }
 
 // store adds entries in one pipeline, then publishes their wake-ups and pubs;
-// it counts the entries stored and logs a failed publication. sc is memory
+// it counts the entries stored, and a failed publication is logged and
+// published again (wakeOutcome.failedOn, in storeOn). sc is memory
 // to reuse, given back clean. It returns nil when every entry was stored,
 // else one error per entry (nil where that entry was stored), and the first
 // failed publication's error. On a Cluster the entries go to their masters
@@ -120,11 +121,7 @@ func (b *redisBroker) store(ctx context.Context, entries []Entry, pubs []Publica
 	if b.topo != nil {
 		return b.storeCluster(ctx, entries, pubs)
 	}
-	errs, pubErr := b.storeOn(ctx, b.rdb, entries, pubs, sc)
-	if pubErr != nil {
-		b.wakes.Complete(pubErr)
-	}
-	return errs, pubErr
+	return b.storeOn(ctx, b.rdb, entries, pubs, sc)
 }
 
 // pipeliner is a client that makes pipelines: a single node's, or a
@@ -135,7 +132,8 @@ type pipeliner interface {
 
 // storeOn adds entries in one pipeline of client, a single node: the ZADDs,
 // WAIT if writes wait for replicas, then the wake-ups of the entries and
-// pubs, all on one connection. It counts the entries stored.
+// pubs, all on one connection. It counts the entries stored; each failed
+// publication is logged and published again (wakeOutcome.failedOn).
 //
 // Entries for one key become one multi-member ZADD with each member once: for
 // NX the first copy's score, else the last copy's, exactly as separate
@@ -194,7 +192,7 @@ func (b *redisBroker) storeOn(ctx context.Context, client pipeliner, entries []E
 			if pubErr == nil {
 				pubErr = err
 			}
-			b.wakes.retry.add(pubs[i].Channel)
+			b.wakes.failedOn(pubs[i].Channel, err)
 		}
 	}
 	return errs, pubErr

@@ -91,11 +91,8 @@ func (b *redisBroker) storeCluster(ctx context.Context, entries []Entry, pubs []
 			if pubErr == nil {
 				pubErr = err
 			}
-			b.wakes.retry.add(p.Channel)
+			b.wakes.failedOn(p.Channel, err)
 		}
-	}
-	if pubErr != nil {
-		b.wakes.Complete(pubErr)
 	}
 	return errs, pubErr
 }
