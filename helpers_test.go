@@ -114,6 +114,18 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
+// awaitHeld waits until every one of topic's slots has a holder (the last
+// slot's holder is set once all are assigned), then lets settle pass, in
+// which each slot looks once and, empty, parks.
+func awaitHeld(t *testing.T, c *rmq.Client, topic string, slots int, settle time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		o, err := c.Owners(context.Background(), topic)
+		return err == nil && len(o) == slots && o[slots-1].Holder != ""
+	}, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(settle)
+}
+
 // stats reads the topic's stats or fails the test.
 func stats(t *testing.T, c *rmq.Client, topic string) rmq.Stats {
 	t.Helper()

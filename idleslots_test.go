@@ -33,11 +33,7 @@ func TestIdleSweepFindsAMessageWithoutWakeUp(t *testing.T) {
 		rec := newRecorder()
 		require.NoError(t, c.Subscribe("quiet", rec, rmq.WithThreads(2)))
 		run(t, c)
-		require.Eventually(t, func() bool {
-			o, err := c.Owners(ctx, "quiet")
-			return err == nil && len(o) == 8 && o[7].Holder != ""
-		}, 10*time.Second, 10*time.Millisecond)
-		time.Sleep(100 * time.Millisecond) // every slot has looked once and parked
+		awaitHeld(t, c, "quiet", 8, 100*time.Millisecond) // every slot has looked once and parked
 
 		keys := rdb.NewKeyspace(c.Namespace()).Slots("quiet", 8)
 		sent := time.Now()
@@ -68,11 +64,7 @@ func TestClusterSweepsEveryTwentiethPoll(t *testing.T) {
 	rec := newRecorder()
 	require.NoError(t, c.Subscribe("sparse", rec, rmq.WithThreads(2)))
 	run(t, c)
-	require.Eventually(t, func() bool {
-		o, err := c.Owners(ctx, "sparse")
-		return err == nil && len(o) == slots && o[slots-1].Holder != ""
-	}, 10*time.Second, 10*time.Millisecond)
-	time.Sleep(500 * time.Millisecond) // every slot has looked once and parked
+	awaitHeld(t, c, "sparse", slots, 500*time.Millisecond) // every slot has looked once and parked
 
 	before := ex.n.Load()
 	window := 4 * time.Second

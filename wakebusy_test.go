@@ -64,11 +64,7 @@ func TestWakeUpDuringASlowPopIsKept(t *testing.T) {
 	rec := newRecorder()
 	require.NoError(t, c.Subscribe("slowpop", rec))
 	run(t, c)
-	require.Eventually(t, func() bool {
-		o, err := c.Owners(ctx, "slowpop")
-		return err == nil && len(o) == 1 && o[0].Holder != ""
-	}, 10*time.Second, 10*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // the slot has looked, found nothing and parked
+	awaitHeld(t, c, "slowpop", 1, 300*time.Millisecond) // the slot has looked, found nothing and parked
 
 	// A wake-up without a message: the slot pops, finds nothing, and its
 	// reply is held back.

@@ -38,11 +38,7 @@ func TestFailedWakeUpIsPublishedAgain(t *testing.T) {
 	rec := newRecorder()
 	require.NoError(t, c.Subscribe("retried", rec, rmq.WithThreads(2)))
 	run(t, c)
-	require.Eventually(t, func() bool {
-		o, err := c.Owners(ctx, "retried")
-		return err == nil && len(o) == 8 && o[7].Holder != ""
-	}, 10*time.Second, 10*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // every slot has looked once and parked
+	awaitHeld(t, c, "retried", 8, 300*time.Millisecond) // every slot has looked once and parked
 
 	pc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv("RMQ_CLUSTER_ADDRS"), ","),
 		Username: user, Password: "pw"})
