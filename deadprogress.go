@@ -62,7 +62,8 @@ func (c *Client) RequeueDeadProgress(ctx context.Context, topic string, progress
 }
 
 // wakeRequeued tells the consumers of the slots in woken that messages are
-// due.
+// due. A failed publication is logged, and the broker publishes the topic's
+// wake-up again.
 func (c *Client) wakeRequeued(ctx context.Context, woken []rdb.Wake) {
 	for _, p := range rdb.WakePublications(woken) {
 		if err := c.broker.PublishWake(ctx, p); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +20,8 @@ import (
 // sharded wake-ups fail (its Redis user may not SPUBLISH) still wakes the
 // consumers: the topic's wake-up goes again on its broadcast channel, so a
 // message sent with Send and one sent with SendBatch are delivered within
-// a second or two, not at the idle sweep (here 20 minutes away).
+// a second or two, not at the idle sweep (here 20 minutes away), and so is
+// a dead message that producer requeues with RequeueDead.
 func TestFailedWakeUpIsPublishedAgain(t *testing.T) {
 	b := testenv.Cluster(t)
 	ctx := context.Background()
@@ -33,9 +35,16 @@ func TestFailedWakeUpIsPublishedAgain(t *testing.T) {
 	acl("SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-spublish")
 	t.Cleanup(func() { acl("DELUSER", user) })
 
-	c := newClient(t, b, rmq.WithIdlePoll(time.Minute))
+	c := newClient(t, b, rmq.WithIdlePoll(time.Minute), rmq.WithRetryBackoff(rmq.NoBackoff))
 	define(t, c, "retried", 8, rmq.Priority)
 	rec := newRecorder()
+	var healthy atomic.Bool
+	rec.fail = func(m *rmq.Message) error {
+		if string(m.Content) == "doomed" && !healthy.Load() {
+			return errBoom
+		}
+		return nil
+	}
 	require.NoError(t, c.Subscribe("retried", rec, rmq.WithThreads(2)))
 	run(t, c)
 	awaitHeld(t, c, "retried", 8, 300*time.Millisecond) // every slot has looked once and parked
@@ -64,4 +73,16 @@ func TestFailedWakeUpIsPublishedAgain(t *testing.T) {
 	expect("sent")
 	require.NoError(t, p.Producer().SendBatch(ctx, rmq.PriorityMessage{Topic: "retried", Content: []byte("batched"), Priority: 20}))
 	expect("batched")
+
+	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "retried", Content: []byte("doomed"), Priority: 20}))
+	eventually(t, 10*time.Second, "doomed is dead", func() bool { return stats(t, c, "retried").Dead == 1 })
+	healthy.Store(true)
+	time.Sleep(300 * time.Millisecond) // its slot has parked
+	for len(rec.seen) > 0 {
+		<-rec.seen
+	}
+	n, err := p.RequeueDead(ctx, "retried")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	expect("doomed")
 }

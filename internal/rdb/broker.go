@@ -97,7 +97,9 @@ type Broker interface {
 	Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool) ([]PendingEntry, error)
 	// DeleteDead deletes one dead member of a slot; it reports whether it was there.
 	DeleteDead(ctx context.Context, keys SlotKeys, member []byte) (bool, error)
-	// PublishWake sends one wake-up publication (see Publication).
+	// PublishWake sends one wake-up publication (see Publication). If that
+	// fails, it returns the error and has the topic's wake-up published again
+	// (wakeretry.go).
 	PublishWake(ctx context.Context, p Publication) error
 	// ShardedWakes reports whether wake-ups go to the slots' sharded channels
 	// (SlotKeys.Wake): on a Cluster.

@@ -14,7 +14,11 @@ func (b *redisBroker) ShardedWakes() bool { return b.topo != nil }
 
 // PublishWake implements Broker.
 func (b *redisBroker) PublishWake(ctx context.Context, p Publication) error {
-	return b.publish(ctx, b.rdb, p).Err()
+	err := b.publish(ctx, b.rdb, p).Err()
+	if err != nil {
+		b.wakes.retry.add(p.Channel)
+	}
+	return err
 }
 
 // publish sends p through c (a client or a pipeline): on a Cluster to its
