@@ -23,9 +23,10 @@ func (b *redisBroker) PublishWake(ctx context.Context, p Publication) error {
 
 // publish sends p through c (a client or a pipeline): on a Cluster to its
 // sharded channel, which the cluster bus carries only to that shard's
-// replicas, where a PUBLISH goes to every node.
+// replicas, where a PUBLISH goes to every node (unless the Cluster has no
+// sharded pub/sub: wakeOutcome).
 func (b *redisBroker) publish(ctx context.Context, c redis.Cmdable, p Publication) *redis.IntCmd {
-	if b.topo != nil && p.Shard != "" {
+	if b.topo != nil && p.Shard != "" && b.wakes.sharded() {
 		return c.SPublish(ctx, p.Shard, p.Payload)
 	}
 	return c.Publish(ctx, p.Channel, p.Payload)

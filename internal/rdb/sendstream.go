@@ -146,8 +146,9 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 	if s.ack.on() && len(done) > 0 {
 		b = appendWait(b, s.ack)
 	}
+	sharded := s.sharded && s.pubDone.sharded()
 	for i := range pubs {
-		b = appendPublish(b, &pubs[i], s.sharded)
+		b = appendPublish(b, &pubs[i], sharded)
 	}
 	s.buf = b
 	if cn.expect(all) != nil {

@@ -34,6 +34,8 @@ import (
 // connection failed, so a channel follows its slot through a failover or a
 // migration, and every (re)subscription is delivered, which wakes the slot:
 // wake-ups published while a channel was not followed are not lost for long.
+// A master that does not know SSUBSCRIBE (Redis before 7.0) is asked again
+// only every shardUnknownRetry.
 
 // shardPing is how often a sharded subscription is pinged; one whose node
 // does not answer within shardPongWait is replaced.
@@ -41,6 +43,12 @@ const (
 	shardPing     = 15 * time.Second
 	shardPongWait = 5 * time.Second
 )
+
+// shardUnknownRetry is how long a master that does not know SSUBSCRIBE
+// (Redis before 7.0) is left before its channels are asked for again; the
+// topics' broadcast channels carry the wake-ups meanwhile (producers turn to
+// them when SPUBLISH is unknown: wakeOutcome).
+const shardUnknownRetry = time.Minute
 
 // errShardMoved ends a sharded subscription whose node dropped a channel
 // (SUNSUBSCRIBE: the channel's slot moved away).
@@ -68,6 +76,8 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 	channels = slices.Sorted(slices.Values(channels)) // so that each master's share comes sorted
 	subs := make(map[string]*shardSub)                // by master address
 	failing := make(map[string]bool)                  // masters whose last subscription failed, already logged
+	unknown := make(map[string]time.Time)             // masters that do not know SSUBSCRIBE, since when
+	toldUnknown := false
 	defer func() {
 		for _, s := range subs {
 			s.close()
@@ -85,6 +95,17 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 			case <-s.done:
 				if s.subscribed.Load() {
 					failing[addr] = false
+					delete(unknown, addr)
+				}
+				if unknownCommand(s.err, "SSUBSCRIBE") {
+					if !toldUnknown {
+						b.log.Warn("rmq: a Redis Cluster node has no sharded pub/sub (SSUBSCRIBE; Redis before 7.0): "+
+							"wake-ups come on the topics' broadcast channels", "node", addr, "err", s.err)
+						toldUnknown = true
+					}
+					unknown[addr] = time.Now()
+					delete(subs, addr)
+					continue
 				}
 				if !errors.Is(s.err, net.ErrClosed) && ctx.Err() == nil && !failing[addr] {
 					b.log.Warn("rmq: sharded wake-up subscription ended", "node", addr, "err", s.err)
@@ -101,6 +122,9 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 			}
 		}
 		for addr, chans := range want { // empty unless placed: until then what runs stays
+			if since, ok := unknown[addr]; ok && time.Since(since) < shardUnknownRetry {
+				continue
+			}
 			if subs[addr] == nil {
 				sctx, stop := context.WithCancel(ctx)
 				s := &shardSub{addr: addr, channels: slices.Clone(chans), stop: stop, done: make(chan struct{}), lastPing: time.Now()}

@@ -1,11 +1,6 @@
 package rdb
 
-import (
-	"log/slog"
-	"strconv"
-	"sync"
-	"time"
-)
+import "strconv"
 
 // Wake names the slot a stored entry filled, for the wake-up that follows
 // it: consumers listen on the topic's wake channel (Keyspace.WakeChannel) for
@@ -123,61 +118,4 @@ func (s *wakeSet) appendPublications(pubs []Publication, buf []byte) ([]Publicat
 		pubs = append(pubs, Publication{Channel: w.Channel, Shard: w.Shard, Payload: buf[start:len(buf):len(buf)]})
 	}
 	return pubs, buf
-}
-
-// wakeLogEvery is the least time between two log lines of failed wake-up
-// publications. Where every write's wake-up fails (a master going down, a
-// Cluster without sharded pub/sub), a line per failure would be a line per
-// write.
-const wakeLogEvery = time.Second
-
-// wakeOutcome logs failed wake-up publications of one broker and has their
-// topics' wake-ups published again (wakeretry.go). It logs at most one line
-// per wakeLogEvery, which counts the failures not logged since the line
-// before ("unlogged").
-type wakeOutcome struct {
-	log   *slog.Logger
-	retry *wakeRetry // nil: failures are only logged
-
-	mu       sync.Mutex
-	last     time.Time // when a line was last logged
-	unlogged int
-}
-
-// failedOn logs a failed publication of a wake-up whose broadcast channel is
-// channel, and has that topic's wake-up published again.
-func (w *wakeOutcome) failedOn(channel string, err error) {
-	w.Complete(err)
-	w.retry.add(channel)
-}
-
-// channelOutcome completes the publications of one topic's wake-ups.
-type channelOutcome struct {
-	w       *wakeOutcome
-	channel string // the topic's broadcast channel
-}
-
-// Complete implements Completer.
-func (c *channelOutcome) Complete(err error) {
-	if err != nil {
-		c.w.failedOn(c.channel, err)
-	}
-}
-
-// Complete implements Completer: it logs a failure.
-func (w *wakeOutcome) Complete(err error) {
-	if err == nil {
-		return
-	}
-	w.mu.Lock()
-	now := time.Now()
-	if !w.last.IsZero() && now.Sub(w.last) < wakeLogEvery {
-		w.unlogged++
-		w.mu.Unlock()
-		return
-	}
-	n := w.unlogged
-	w.last, w.unlogged = now, 0
-	w.mu.Unlock()
-	w.log.Warn("rmq: wake-up publish failed", "err", err, "unlogged", n)
 }
