@@ -2,6 +2,7 @@ package rmq_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,36 +40,7 @@ func TestClusterWithoutShardedPubSub(t *testing.T) {
 	run(t, c)
 	awaitHeld(t, c, "old", 8, 300*time.Millisecond)
 
-	var after []time.Duration // each message's delivery after its send
-	for i := range 12 {
-		content := "m" + strconv.Itoa(i)
-		sent := time.Now()
-		if i%2 == 0 {
-			require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "old", Content: []byte(content), Priority: 20}))
-		} else {
-			require.NoError(t, c.Producer().SendBatch(ctx, rmq.PriorityMessage{Topic: "old", Content: []byte(content), Priority: 20}))
-		}
-		select {
-		case <-rec.seen:
-		case <-time.After(3 * time.Second):
-			t.Fatalf("%s not delivered within 3s", content)
-		}
-		after = append(after, time.Since(sent))
-		calls := rec.snapshot()
-		require.Equal(t, content, calls[len(calls)-1].content)
-		// Its commit done, the slot parks: the next message needs a wake-up.
-		eventually(t, 5*time.Second, "committed", func() bool { st := stats(t, c, "old"); return st.Store+st.Prepare == 0 })
-	}
-	t.Logf("delivered after their sends: %v", after)
-	slow := 0 // the first one's wake-up may have been the refused one
-	for _, d := range after[1:] {
-		if d >= 90*time.Millisecond {
-			slow++
-		}
-	}
-	assert.LessOrEqual(t, slow, 1,
-		"messages waited for a wake-up published again (100 ms): wake-ups still go to sharded channels")
-
+	sendTimed(t, c, c, rec, "old", 12)
 	var nodes []*redis.Client // kept open: a new connection's handshake has Redis 7.0 refuse CLIENT SETINFO
 	for _, addr := range cl.Addrs() {
 		n := redis.NewClient(&redis.Options{Addr: addr})
@@ -93,4 +65,89 @@ func TestClusterWithoutShardedPubSub(t *testing.T) {
 	before := refused()
 	time.Sleep(3 * time.Second)
 	assert.Equal(t, before, refused(), "the idle consumer's commands were refused (sharded subscriptions asked for again)")
+}
+
+// TestProducerRefusedSPublishTurnsToPublish: on the test Cluster, a producer
+// whose Redis user may not run SPUBLISH turns to the topics' broadcast
+// channels at the first refusal, so its messages after the first are
+// delivered at once, not by the wake-up published again 100 ms after each
+// failure.
+func TestProducerRefusedSPublishTurnsToPublish(t *testing.T) {
+	b := testenv.Cluster(t)
+	c := newClient(t, b, rmq.WithIdlePoll(time.Minute))
+	define(t, c, "acl", 8, rmq.Priority)
+	rec := newRecorder()
+	require.NoError(t, c.Subscribe("acl", rec, rmq.WithThreads(2)))
+	run(t, c)
+	awaitHeld(t, c, "acl", 8, 300*time.Millisecond)
+	p, pc := producerAs(t, b, c.Namespace(), "-spublish")
+	require.Error(t, pc.SPublish(context.Background(), "probe", "x").Err(), "the producer's user may not SPUBLISH")
+	sendTimed(t, p, c, rec, "acl", 8)
+}
+
+// producerAs returns a client of the test Cluster in namespace ns, and its
+// go-redis client, logged in as a user of its own (removed when t ends) with
+// every permission and then rules.
+func producerAs(t *testing.T, b testenv.Backend, ns string, rules ...string) (*rmq.Client, *redis.ClusterClient) {
+	t.Helper()
+	ctx := context.Background()
+	cc := b.Redis.(*redis.ClusterClient)
+	user := "rmqp" + strings.ReplaceAll(t.Name(), "/", "")
+	acl := func(args ...any) {
+		require.NoError(t, cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+			return node.Do(ctx, append([]any{"ACL"}, args...)...).Err()
+		}))
+	}
+	args := []any{"SETUSER", user, "on", ">pw", "~*", "&*", "+@all"}
+	for _, r := range rules {
+		args = append(args, r)
+	}
+	acl(args...)
+	t.Cleanup(func() { acl("DELUSER", user) })
+	pc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv("RMQ_CLUSTER_ADDRS"), ","),
+		Username: user, Password: "pw"})
+	t.Cleanup(func() { pc.Close() })
+	p, err := rmq.New(pc, rmq.WithNamespace(ns))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return p, pc
+}
+
+// sendTimed sends n messages to topic through p, by turns with Send and
+// SendBatch, each once c's slots have parked after the one before, and
+// asserts that each after the first reaches rec within 90 ms of its send:
+// by its own wake-up, not one published again after a failure (100 ms).
+func sendTimed(t *testing.T, p, c *rmq.Client, rec *recorder, topic string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	var after []time.Duration // each message's delivery after its send
+	for i := range n {
+		content := "m" + strconv.Itoa(i)
+		msg := rmq.PriorityMessage{Topic: topic, Content: []byte(content), Priority: 20}
+		sent := time.Now()
+		if i%2 == 0 {
+			require.NoError(t, p.Producer().Send(ctx, msg))
+		} else {
+			require.NoError(t, p.Producer().SendBatch(ctx, msg))
+		}
+		select {
+		case <-rec.seen:
+		case <-time.After(3 * time.Second):
+			t.Fatalf("%s not delivered within 3s", content)
+		}
+		after = append(after, time.Since(sent))
+		calls := rec.snapshot()
+		require.Equal(t, content, calls[len(calls)-1].content)
+		// Its commit done, the slot parks: the next message needs a wake-up.
+		eventually(t, 5*time.Second, "committed", func() bool { st := stats(t, c, topic); return st.Store+st.Prepare == 0 })
+	}
+	t.Logf("delivered after their sends: %v", after)
+	slow := 0 // the first one's wake-up may have been the refused one
+	for _, d := range after[1:] {
+		if d >= 90*time.Millisecond {
+			slow++
+		}
+	}
+	assert.LessOrEqual(t, slow, 1,
+		"messages waited for a wake-up published again (100 ms): wake-ups still go to sharded channels")
 }

@@ -2,13 +2,10 @@ package rmq_test
 
 import (
 	"context"
-	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,7 +14,8 @@ import (
 )
 
 // TestFailedWakeUpIsPublishedAgain: on the real Cluster, a producer whose
-// sharded wake-ups fail (its Redis user may not SPUBLISH) still wakes the
+// sharded wake-ups fail (its Redis user may not use the slots' sharded
+// channels, a refusal that leaves its wake-ups sharded) still wakes the
 // consumers: the topic's wake-up goes again on its broadcast channel, so a
 // message sent with Send and one sent with SendBatch are delivered within
 // a second or two, not at the idle sweep (here 20 minutes away), and so is
@@ -25,16 +23,6 @@ import (
 func TestFailedWakeUpIsPublishedAgain(t *testing.T) {
 	b := testenv.Cluster(t)
 	ctx := context.Background()
-	cc := b.Redis.(*redis.ClusterClient)
-	user := "rmqnospub" + strings.ReplaceAll(t.Name(), "/", "")
-	acl := func(args ...any) {
-		require.NoError(t, cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
-			return node.Do(ctx, append([]any{"ACL"}, args...)...).Err()
-		}))
-	}
-	acl("SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-spublish")
-	t.Cleanup(func() { acl("DELUSER", user) })
-
 	c := newClient(t, b, rmq.WithIdlePoll(time.Minute), rmq.WithRetryBackoff(rmq.NoBackoff))
 	define(t, c, "retried", 8, rmq.Priority)
 	rec := newRecorder()
@@ -49,14 +37,12 @@ func TestFailedWakeUpIsPublishedAgain(t *testing.T) {
 	run(t, c)
 	awaitHeld(t, c, "retried", 8, 300*time.Millisecond) // every slot has looked once and parked
 
-	pc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv("RMQ_CLUSTER_ADDRS"), ","),
-		Username: user, Password: "pw"})
-	t.Cleanup(func() { pc.Close() })
-	p, err := rmq.New(pc, rmq.WithNamespace(c.Namespace()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	require.Error(t, pc.SPublish(ctx, "probe", "x").Err(), "the producer's user may not SPUBLISH")
-
+	// The user may SPUBLISH but not on the slots' sharded channels (a refusal
+	// of the channel, which leaves wake-ups sharded), and may PUBLISH on the
+	// topics' broadcast channels.
+	p, pc := producerAs(t, b, c.Namespace(), "resetchannels", "&"+c.Namespace()+":wake:*")
+	require.Error(t, pc.SPublish(ctx, c.Namespace()+":{retried:0}:wake", "x").Err(), "the producer's user may not SPUBLISH there")
+	require.NoError(t, pc.Publish(ctx, c.Namespace()+":wake:probe", "x").Err(), "the producer's user may PUBLISH there")
 	expect := func(content string) {
 		t.Helper()
 		sent := time.Now()

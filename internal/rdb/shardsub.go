@@ -34,7 +34,7 @@ import (
 // connection failed, so a channel follows its slot through a failover or a
 // migration, and every (re)subscription is delivered, which wakes the slot:
 // wake-ups published while a channel was not followed are not lost for long.
-// A master that does not know SSUBSCRIBE (Redis before 7.0) is asked again
+// A master that refuses SSUBSCRIBE (Redis before 7.0, an ACL) is asked again
 // only every shardUnknownRetry.
 
 // shardPing is how often a sharded subscription is pinged; one whose node
@@ -44,10 +44,10 @@ const (
 	shardPongWait = 5 * time.Second
 )
 
-// shardUnknownRetry is how long a master that does not know SSUBSCRIBE
-// (Redis before 7.0) is left before its channels are asked for again; the
-// topics' broadcast channels carry the wake-ups meanwhile (producers turn to
-// them when SPUBLISH is unknown: wakeOutcome).
+// shardUnknownRetry is how long a master that refuses SSUBSCRIBE (unknown
+// before Redis 7.0, or an ACL's refusal) is left before its channels are
+// asked for again; the topics' broadcast channels carry the wake-ups
+// meanwhile (producers turn to them when SPUBLISH is refused: wakeOutcome).
 const shardUnknownRetry = time.Minute
 
 // errShardMoved ends a sharded subscription whose node dropped a channel
@@ -76,7 +76,7 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 	channels = slices.Sorted(slices.Values(channels)) // so that each master's share comes sorted
 	subs := make(map[string]*shardSub)                // by master address
 	failing := make(map[string]bool)                  // masters whose last subscription failed, already logged
-	unknown := make(map[string]time.Time)             // masters that do not know SSUBSCRIBE, since when
+	unknown := make(map[string]time.Time)             // masters that refuse SSUBSCRIBE, since when
 	toldUnknown := false
 	defer func() {
 		for _, s := range subs {
@@ -97,10 +97,11 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 					failing[addr] = false
 					delete(unknown, addr)
 				}
-				if unknownCommand(s.err, "SSUBSCRIBE") {
+				if refusedCommand(s.err, "SSUBSCRIBE") || noPermission(s.err) {
 					if !toldUnknown {
-						b.log.Warn("rmq: a Redis Cluster node has no sharded pub/sub (SSUBSCRIBE; Redis before 7.0): "+
-							"wake-ups come on the topics' broadcast channels", "node", addr, "err", s.err)
+						b.log.Warn("rmq: a Redis Cluster node refuses sharded pub/sub (SSUBSCRIBE: Redis 7.0 or later, "+
+							"and the user's ACL): wake-ups come on the topics' broadcast channels, the node asked again once a minute",
+							"node", addr, "err", s.err)
 						toldUnknown = true
 					}
 					unknown[addr] = time.Now()

@@ -19,14 +19,14 @@ const wakeLogEvery = time.Second
 // wakeOutcome logs failed wake-up publications of one broker and has their
 // topics' wake-ups published again (wakeretry.go). It logs at most one line
 // per wakeLogEvery, which counts the failures not logged since the line
-// before ("unlogged"). When a Cluster answers that it does not know SPUBLISH
-// (Redis before 7.0), it turns sharded wake-ups off for good: the broker's
-// wake-ups then go with PUBLISH to the topics' broadcast channels, which
-// consumers follow on every kind of Redis.
+// before ("unlogged"). When a Cluster refuses SPUBLISH itself (unknown
+// before Redis 7.0, or not in the user's ACL), it turns sharded wake-ups off
+// for good: the broker's wake-ups then go with PUBLISH to the topics'
+// broadcast channels, which consumers follow on every kind of Redis.
 type wakeOutcome struct {
 	log       *slog.Logger
 	retry     *wakeRetry  // nil: failures are only logged
-	unsharded atomic.Bool // SPUBLISH is unknown to the Cluster
+	unsharded atomic.Bool // the Cluster refused SPUBLISH
 
 	mu       sync.Mutex
 	last     time.Time // when a line was last logged
@@ -39,9 +39,9 @@ func (w *wakeOutcome) sharded() bool { return w == nil || !w.unsharded.Load() }
 // failedOn logs a failed publication of a wake-up whose broadcast channel is
 // channel, and has that topic's wake-up published again.
 func (w *wakeOutcome) failedOn(channel string, err error) {
-	if unknownCommand(err, "SPUBLISH") {
+	if refusedCommand(err, "SPUBLISH") {
 		if w.unsharded.CompareAndSwap(false, true) {
-			w.log.Warn("rmq: the Redis Cluster has no sharded pub/sub (SPUBLISH; Redis before 7.0): "+
+			w.log.Warn("rmq: the Redis Cluster refuses sharded pub/sub (SPUBLISH: Redis 7.0 or later, and in the user's ACL): "+
 				"wake-ups go to the topics' broadcast channels from now on", "err", err)
 		}
 	} else {
@@ -50,27 +50,51 @@ func (w *wakeOutcome) failedOn(channel string, err error) {
 	w.retry.add(channel)
 }
 
-// unknownCommand reports whether err holds a server's answer that it does
-// not know the command name: "ERR unknown command 'spublish', with args ..."
-// from Redis 7, with backquotes from Redis 6, the name as it was sent.
-func unknownCommand(err error, name string) bool {
-	var msg string
+// refusedCommand reports whether err holds a server's refusal of the
+// command name itself, whatever its arguments: "ERR unknown command
+// 'spublish', with args ..." (Redis 7; backquotes in Redis 6) or "NOPERM
+// this user has no permissions to run the 'spublish' command" (an ACL; "User
+// <name> has" from Redis 7.2), the name as it was sent. An ACL's refusal of a
+// channel or key is not one.
+func refusedCommand(err error, name string) bool {
+	msg, ok := replyError(err)
+	if !ok {
+		return false
+	}
+	if rest, ok := strings.CutPrefix(msg, "ERR unknown command "); ok {
+		return len(rest) >= len(name)+2 && quoted(rest[:len(name)+2], name)
+	}
+	if _, ok := strings.CutPrefix(msg, "NOPERM "); ok {
+		_, rest, found := strings.Cut(msg, " permissions to run the ")
+		return found && len(rest) >= len(name)+2 && quoted(rest[:len(name)+2], name) &&
+			rest[len(name)+2:] == " command"
+	}
+	return false
+}
+
+// quoted reports whether s is name in quotes or backquotes, in any case.
+func quoted(s, name string) bool {
+	q := s[0]
+	return (q == '\'' || q == '`') && s[len(s)-1] == q && strings.EqualFold(s[1:len(s)-1], name)
+}
+
+// noPermission reports whether err holds an ACL's refusal (NOPERM).
+func noPermission(err error) bool {
+	msg, ok := replyError(err)
+	return ok && strings.HasPrefix(msg, "NOPERM ")
+}
+
+// replyError returns the error reply err holds, ours or go-redis's.
+func replyError(err error) (string, bool) {
 	var re ReplyError
 	var ge redis.Error
 	switch {
 	case errors.As(err, &re):
-		msg = string(re)
+		return string(re), true
 	case errors.As(err, &ge):
-		msg = ge.Error()
-	default:
-		return false
+		return ge.Error(), true
 	}
-	rest, ok := strings.CutPrefix(msg, "ERR unknown command ")
-	if !ok || len(rest) < len(name)+2 {
-		return false
-	}
-	q := rest[0]
-	return (q == '\'' || q == '`') && rest[len(name)+1] == q && strings.EqualFold(rest[1:len(name)+1], name)
+	return "", false
 }
 
 // channelOutcome completes the publications of one topic's wake-ups.

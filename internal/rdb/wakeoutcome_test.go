@@ -15,9 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The refusals of Redis 7 and 6 name the command as it was sent, in quotes
-// or backquotes; only a server's reply (ours or go-redis's) counts.
-func TestUnknownCommand(t *testing.T) {
+// The refusals of the command itself by Redis 7 and 6 and by an ACL (7.0's
+// and 7.2's words) name it as it was sent, in quotes or backquotes; only a
+// server's reply (ours or go-redis's) counts, and an ACL's refusal of a
+// channel is not one.
+func TestRefusedCommand(t *testing.T) {
 	for _, c := range []struct {
 		err  error
 		want bool
@@ -26,35 +28,40 @@ func TestUnknownCommand(t *testing.T) {
 		{ReplyError("ERR unknown command 'SPUBLISH', with args beginning with: "), true},
 		{ReplyError("ERR unknown command `spublish`, with args beginning with: `a`, `b`, "), true},
 		{fmt.Errorf("wrapped: %w", ReplyError("ERR unknown command 'spublish'")), true},
+		{ReplyError("NOPERM this user has no permissions to run the 'spublish' command"), true},
+		{ReplyError("NOPERM User ops has no permissions to run the 'spublish' command"), true},
 		{errors.New("ERR unknown command 'spublish'"), false}, // not a server's reply
 		{ReplyError("ERR unknown command 'spublishx', with args beginning with: "), false},
 		{ReplyError("ERR unknown command 'publish', with args beginning with: "), false},
-		{ReplyError("NOPERM this user has no permissions to run the 'spublish' command"), false},
+		{ReplyError("NOPERM this user has no permissions to run the 'publish' command"), false},
+		{ReplyError("NOPERM this user has no permissions to access one of the channels used as arguments"), false},
 		{ReplyError("ERR unknown command ''"), false},
 		{nil, false},
 	} {
-		assert.Equal(t, c.want, unknownCommand(c.err, "SPUBLISH"), "%v", c.err)
+		assert.Equal(t, c.want, refusedCommand(c.err, "SPUBLISH"), "%v", c.err)
 	}
+	assert.True(t, noPermission(ReplyError("NOPERM this user has no permissions to access one of the channels used as arguments")))
+	assert.False(t, noPermission(ReplyError("ERR unknown command 'ssubscribe'")))
 }
 
 // A refused SPUBLISH turns sharded wake-ups off for good, logged once, and
-// still has the topic's wake-up published again; other failures leave them
-// on.
-func TestUnknownSPublishTurnsShardedWakeUpsOff(t *testing.T) {
+// still has the topic's wake-up published again; other failures (an ACL's
+// refusal of the channel) leave them on.
+func TestRefusedSPublishTurnsShardedWakeUpsOff(t *testing.T) {
 	var out bytes.Buffer
 	pub := &fakePublisher{}
 	w := &wakeOutcome{log: slog.New(slog.NewTextHandler(&out, nil))}
 	w.retry = newWakeRetry(pub.publish, w.Complete)
 	defer w.retry.close()
 
-	w.failedOn("ns:wake:a", ReplyError("NOPERM this user has no permissions to run the 'spublish' command"))
+	w.failedOn("ns:wake:a", ReplyError("NOPERM this user has no permissions to access one of the channels used as arguments"))
 	assert.True(t, w.sharded(), "a refusal for another reason")
 	refused := redis.NewIntCmd(context.Background(), "spublish", "ch", "x")
 	refused.SetErr(ReplyError("ERR unknown command 'spublish', with args beginning with: 'ch' 'x' "))
 	w.failedOn("ns:wake:a", refused.Err())
 	w.failedOn("ns:wake:b", refused.Err())
 	assert.False(t, w.sharded())
-	assert.Equal(t, 1, strings.Count(out.String(), "no sharded pub/sub"), out.String())
+	assert.Equal(t, 1, strings.Count(out.String(), "refuses sharded pub/sub"), out.String())
 	require.Eventually(t, func() bool {
 		got, _, _ := pub.snapshot()
 		return len(got) == 2
