@@ -100,8 +100,9 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 				if refusedCommand(s.err, "SSUBSCRIBE") || noPermission(s.err) {
 					if !toldUnknown {
 						b.log.Warn("rmq: a Redis Cluster node refuses sharded pub/sub (SSUBSCRIBE: Redis 7.0 or later, "+
-							"and the user's ACL): wake-ups come on the topics' broadcast channels, the node asked again once a minute",
-							"node", addr, "err", s.err)
+							"and the user's ACL): this consumer hears the wake-ups on the topics' broadcast channels only "+
+							"(where producers refused SPUBLISH send them), the idle sweep finds the others; "+
+							"the node asked again once a minute", "node", addr, "err", s.err)
 						toldUnknown = true
 					}
 					unknown[addr] = time.Now()
