@@ -120,6 +120,11 @@ type Entry struct {
 	Member []byte
 	NX     bool // add only if absent (RangeMerge keeps the first due time)
 	Wake   Wake
+	// Node is the Cluster node a redirection named for the entry's next
+	// write ("" for the one the slot map names), and Asking whether that
+	// write goes behind ASKING (redirect.go).
+	Node   string
+	Asking bool
 }
 
 // Publication is a pub/sub message sent after the entries of a write: to
@@ -152,6 +157,7 @@ type redisBroker struct {
 	log    *slog.Logger
 	wakes  *wakeOutcome // logs failed wake-up publications, publishes them again
 	ack    ReplicaAck   // writes of entries wait for replicas
+	moved  redirectNodes
 }
 
 var _ Broker = (*redisBroker)(nil)
@@ -217,4 +223,5 @@ func (b *redisBroker) Send(ctx context.Context, e Entry) error { return b.send.s
 func (b *redisBroker) Close(ctx context.Context) {
 	b.send.close(ctx)
 	b.wakes.retry.close()
+	b.moved.close()
 }

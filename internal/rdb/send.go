@@ -168,6 +168,7 @@ func (s *sender) send(ctx context.Context, e Entry) error {
 				retries++
 			}
 			pause, again = s.strategy.retryAfter(err, max(retries-1, 0))
+			r.entry.redirectTo(err)
 		}
 		if !again {
 			*r = request{done: r.done}

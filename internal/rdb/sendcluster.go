@@ -17,8 +17,9 @@ import (
 //
 // A failure that says the slot map may be stale (a dead or refusing node,
 // MOVED, ASK, CLUSTERDOWN, TRYAGAIN) asks the topology for a reload, and the
-// sender sends the entry again: at once after a redirection, else after a
-// backoff, up to the Cluster's MaxRedirects times, as go-redis does. A dead
+// sender sends the entry again: at once after a redirection, to the node it
+// named (redirect.go), else after a backoff, up to the Cluster's
+// MaxRedirects times, as go-redis does. A dead
 // master fails only the sends of its own slots; the other masters' streams
 // go on.
 type sendCluster struct {
@@ -70,7 +71,7 @@ func (c *sendCluster) write(batch []*request) {
 			r.finish(nil)
 			continue
 		}
-		s, err := c.streamFor(ctx, r.entry.Key)
+		s, err := c.streamFor(ctx, &r.entry)
 		if err != nil {
 			r.finish(err)
 			continue
@@ -110,26 +111,37 @@ func (c *sendCluster) flushWakes(now bool) bool {
 	return held
 }
 
-// streamFor returns the stream of the master serving key, made on first use.
-func (c *sendCluster) streamFor(ctx context.Context, key string) (*sendStream, error) {
-	node, err := c.client.MasterForKey(ctx, key)
-	if err != nil {
-		c.topo.failed(err)
-		return nil, err
+// streamFor returns the stream of the master serving e's key (or of the
+// node a redirection named for e), made on first use.
+func (c *sendCluster) streamFor(ctx context.Context, e *Entry) (*sendStream, error) {
+	var opt *redis.Options
+	if e.Node != "" {
+		o, err := c.topo.optionsAt(ctx, e.Node, e.Key)
+		if err != nil {
+			c.topo.failed(err)
+			return nil, err
+		}
+		opt = o
+	} else {
+		node, err := c.client.MasterForKey(ctx, e.Key)
+		if err != nil {
+			c.topo.failed(err)
+			return nil, err
+		}
+		opt = node.Options()
 	}
-	addr := node.Options().Addr
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, ErrClosed
 	}
-	s := c.streams[addr]
+	s := c.streams[opt.Addr]
 	if s == nil {
-		if s = newSendStream(node, c.ack, c.wakes); s == nil {
+		if s = newStreamOn(opt, c.ack, c.wakes); s == nil {
 			return nil, errNoStream
 		}
 		s.holding, s.spin, s.sharded = new(heldWakes), clusterSpinPolls, true
-		c.streams[addr] = s
+		c.streams[opt.Addr] = s
 	}
 	return s, nil
 }

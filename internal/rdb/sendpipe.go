@@ -105,6 +105,7 @@ func (b *redisBroker) Enqueue(ctx context.Context, entries []Entry, pubs []Publi
 type zaddGroup struct {
 	key     string
 	nx      bool
+	asking  bool // behind ASKING (Entry.Asking)
 	members []redis.Z
 	entries []int          // indexes into the entries passed to store
 	seen    map[uint64]int // member hash → index in members
@@ -146,6 +147,9 @@ func (b *redisBroker) storeOn(ctx context.Context, client pipeliner, entries []E
 	pipe := client.Pipeline()
 	cmds := make([]*redis.IntCmd, len(groups))
 	for i, g := range groups {
+		if g.asking {
+			pipe.Do(ctx, "asking") // a refusal shows in the ZADD's reply
+		}
 		if g.nx {
 			cmds[i] = pipe.ZAddNX(ctx, g.key, g.members...)
 		} else {
@@ -214,8 +218,8 @@ func groupEntries(entries []Entry) []*zaddGroup {
 				}
 			}
 		}
-		if g == nil || g.nx != e.NX {
-			g = &zaddGroup{key: e.Key, nx: e.NX}
+		if g == nil || g.nx != e.NX || g.asking != e.Asking {
+			g = &zaddGroup{key: e.Key, nx: e.NX, asking: e.Asking}
 			groups = append(groups, g)
 			if byKey == nil && len(groups) > linearFind {
 				byKey = make(map[string]*zaddGroup, 2*len(groups))

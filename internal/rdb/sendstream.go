@@ -68,7 +68,12 @@ func newSendStream(client redis.UniversalClient, ack ReplicaAck, wakes *wakeOutc
 	if !ok {
 		return nil
 	}
-	opt := c.Options()
+	return newStreamOn(c.Options(), ack, wakes)
+}
+
+// newStreamOn returns the stream of the node of opt, or nil if opt has
+// options the stream cannot honour (see newSendStream).
+func newStreamOn(opt *redis.Options, ack ReplicaAck, wakes *wakeOutcome) *sendStream {
 	if opt.Dialer == nil || opt.OnConnect != nil || opt.StreamingCredentialsProvider != nil || opt.Limiter != nil {
 		return nil
 	}
@@ -118,17 +123,27 @@ func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
 // wait for all the WAITs queued before it, and go on waiting once a replica
 // is back. Meanwhile the Sends that come queue for the next write.
 func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Publication) {
-	all := append(s.all[:0], done...)
+	all := s.all[:0]
+	var g *ackGroup
 	if s.ack.on() && len(done) > 0 {
 		if s.lastAck != nil {
 			s.lastAck.await(s.ack.Timeout + time.Second)
 		}
-		g := newAckGroup(s.ack, done)
+		g = newAckGroup(s.ack, done)
 		s.lastAck = g
-		all = all[:0]
-		for range len(done) + 1 { // each ZADD, then the WAIT
-			all = append(all, g)
+	}
+	for i := range done { // each ZADD (behind ASKING after an ASK: its reply ignored)
+		if entries[i].Asking {
+			all = append(all, ignoreReply{})
 		}
+		if g != nil {
+			all = append(all, g)
+		} else {
+			all = append(all, done[i])
+		}
+	}
+	if g != nil {
+		all = append(all, g) // the WAIT
 	}
 	for i := range pubs {
 		all = append(all, s.pubOutcome(pubs[i].Channel))
@@ -141,6 +156,9 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 	}
 	b := s.buf[:0]
 	for i := range entries {
+		if entries[i].Asking {
+			b = append(b, "*1\r\n$6\r\nASKING\r\n"...)
+		}
 		b = appendZAdd(b, &entries[i])
 	}
 	if s.ack.on() && len(done) > 0 {
@@ -229,3 +247,10 @@ func completeAll(all []Completer, err error) {
 		c.Complete(err)
 	}
 }
+
+// ignoreReply completes a command whose reply says nothing (ASKING: a
+// refusal shows in the reply of the command behind it).
+type ignoreReply struct{}
+
+// Complete implements Completer.
+func (ignoreReply) Complete(error) {}

@@ -2,8 +2,11 @@ package rdb
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rmq-go/rmq/internal/wait"
 )
@@ -22,7 +25,8 @@ type nodeBatch struct {
 // slow or dead master delays only its own entries. Entries refused with a
 // sign of a stale slot map (a dead node, MOVED, ASK, CLUSTERDOWN, TRYAGAIN)
 // go again after the map's reload, up to MaxRedirects times (at once after a
-// redirection, else after the Cluster's backoff). pubs are published once
+// redirection, to the node it named: redirect.go; else after the Cluster's
+// backoff). pubs are published once
 // the entries are stored.
 func (b *redisBroker) storeCluster(ctx context.Context, entries []Entry, pubs []Publication) ([]error, error) {
 	var errs []error
@@ -38,6 +42,7 @@ func (b *redisBroker) storeCluster(ctx context.Context, entries []Entry, pubs []
 		todo[i] = i
 	}
 	var pubErr error
+	copied := false // entries is a copy of the caller's, with redirections
 	for attempt := 0; len(todo) > 0; attempt++ {
 		batches := b.routeEntries(ctx, entries, todo, fail)
 		var wg sync.WaitGroup
@@ -61,6 +66,12 @@ func (b *redisBroker) storeCluster(ctx context.Context, entries []Entry, pubs []
 				}
 				i := nb.index[k]
 				if b.topo.failed(err) && attempt < retries.max && ctx.Err() == nil {
+					if _, _, ok := redirectOf(err); ok || entries[i].Node != "" {
+						if !copied {
+							entries, copied = slices.Clone(entries), true
+						}
+						entries[i].redirectTo(err)
+					}
 					todo = append(todo, i)
 					d := retries.delay(attempt)
 					if redirected(err) {
@@ -103,7 +114,13 @@ func (b *redisBroker) routeEntries(ctx context.Context, entries []Entry, todo []
 	byAddr := make(map[string]*nodeBatch)
 	var batches []*nodeBatch
 	for _, i := range todo {
-		node, err := b.topo.client.MasterForKey(ctx, entries[i].Key)
+		var node *redis.Client
+		var err error
+		if e := &entries[i]; e.Node != "" {
+			node, err = b.moved.at(ctx, b.topo, e.Node, e.Key)
+		} else {
+			node, err = b.topo.client.MasterForKey(ctx, e.Key)
+		}
 		if err != nil {
 			b.topo.failed(err)
 			fail(i, err)

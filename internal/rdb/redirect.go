@@ -1,0 +1,112 @@
+package rdb
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redirections on a Cluster. A master that no longer serves a key's slot
+// answers a command on it with MOVED <slot> <addr>; while the slot migrates,
+// one whose key has already gone answers ASK <slot> <addr>, and the master
+// importing it accepts the command only behind ASKING on the same
+// connection. go-redis follows both for its own commands. The send stream
+// and SendBatch's per-master pipelines follow them here: the entry goes
+// again at once to the node named (Entry.Node), behind ASKING after an ASK
+// (Entry.Asking). Asking the client's slot map instead would mostly find it
+// not yet reloaded (go-redis reloads it in the background) and send the
+// entry back to the old master until the retries ran out, which is what a
+// live resharding made of Sends before.
+
+// redirectOf returns the address a MOVED or ASK reply in err names and
+// whether it was ASK; ok is false for any other error, and for a reply whose
+// node announces no address (":port"), which the slot map's reload must then
+// resolve.
+func redirectOf(err error) (addr string, ask, ok bool) {
+	msg, isReply := replyError(err)
+	if !isReply {
+		return "", false, false
+	}
+	switch {
+	case strings.HasPrefix(msg, "MOVED "):
+	case strings.HasPrefix(msg, "ASK "):
+		ask = true
+	default:
+		return "", false, false
+	}
+	f := strings.Fields(msg)
+	if len(f) != 3 || strings.HasPrefix(f[2], ":") || !strings.Contains(f[2], ":") {
+		return "", false, false
+	}
+	return f[2], ask, true
+}
+
+// redirectTo records on e where err sends it next: the node a MOVED or ASK
+// named, or (for any other error) the slot map again.
+func (e *Entry) redirectTo(err error) {
+	addr, ask, ok := redirectOf(err)
+	if !ok {
+		addr, ask = "", false
+	}
+	e.Node, e.Asking = addr, ask
+}
+
+// optionsAt returns the options of a client of the Cluster's node at addr:
+// those of the master the slot map names for key, with addr.
+func (t *topology) optionsAt(ctx context.Context, addr, key string) (*redis.Options, error) {
+	node, err := t.client.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	o := *node.Options()
+	o.Addr = addr
+	return &o, nil
+}
+
+// redirectNodes are clients of the nodes that redirections named and the
+// slot map did not yet, for SendBatch's pipelines; they close with the
+// broker.
+type redirectNodes struct {
+	mu     sync.Mutex
+	byAddr map[string]*redis.Client
+	closed bool
+}
+
+// at returns a client of the node at addr: the slot map's own if it names
+// addr for key, else one of n's.
+func (n *redirectNodes) at(ctx context.Context, t *topology, addr, key string) (*redis.Client, error) {
+	if node, err := t.client.MasterForKey(ctx, key); err == nil && node.Options().Addr == addr {
+		return node, nil
+	}
+	o, err := t.optionsAt(ctx, addr, key)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, ErrClosed
+	}
+	c := n.byAddr[addr]
+	if c == nil {
+		if n.byAddr == nil {
+			n.byAddr = make(map[string]*redis.Client)
+		}
+		c = redis.NewClient(o)
+		n.byAddr[addr] = c
+	}
+	return c, nil
+}
+
+// close closes the clients.
+func (n *redirectNodes) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closed = true
+	for _, c := range n.byAddr {
+		c.Close()
+	}
+	clear(n.byAddr)
+}

@@ -1,0 +1,76 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// A MOVED or ASK reply names the node the entry goes to next; anything else,
+// or a node without an announced address, leaves it to the slot map.
+func TestRedirectOf(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		addr string
+		ask  bool
+	}{
+		{ReplyError("MOVED 1285 127.0.0.1:21528"), "127.0.0.1:21528", false},
+		{fmt.Errorf("rmq: send: %w", ReplyError("ASK 7 10.0.0.2:6379")), "10.0.0.2:6379", true},
+		{ReplyError("MOVED 1285 :6379"), "", false},
+		{ReplyError("MOVED 1285"), "", false},
+		{ReplyError("TRYAGAIN Multiple keys request during rehashing of slot"), "", false},
+		{errors.New("MOVED 1285 127.0.0.1:21528"), "", false}, // not a server's reply
+		{nil, "", false},
+	} {
+		addr, ask, ok := redirectOf(c.err)
+		assert.Equal(t, c.addr != "", ok, "%v", c.err)
+		assert.Equal(t, c.addr, addr, "%v", c.err)
+		assert.Equal(t, c.ask, ask, "%v", c.err)
+	}
+	e := Entry{Key: "k"}
+	e.redirectTo(ReplyError("ASK 7 10.0.0.2:6379"))
+	assert.Equal(t, Entry{Key: "k", Node: "10.0.0.2:6379", Asking: true}, e)
+	e.redirectTo(ReplyError("CLUSTERDOWN The cluster is down"))
+	assert.Equal(t, Entry{Key: "k"}, e, "any other failure sends it by the slot map again")
+}
+
+// An entry written behind ASKING keeps every reply of the write in its
+// place, with and without a WAIT behind the entries: on a server without
+// cluster support ASKING is refused, which only its own (ignored) reply
+// says, and the entries are stored.
+func TestStreamWritesAskingBeforeAnAskedEntry(t *testing.T) {
+	b := testenv.Single(t)
+	opt := &redis.Options{Addr: b.Redis.(*redis.Client).Options().Addr}
+	ns := testenv.Namespace(t, b)
+	for _, ack := range []ReplicaAck{{}, {Replicas: 1, Timeout: 10 * time.Millisecond}} {
+		c := redis.NewClient(opt)
+		t.Cleanup(func() { c.Close() })
+		s := newSendStream(c, ack, &wakeOutcome{log: discard})
+		require.NotNil(t, s)
+		key := fmt.Sprintf("%s:asking:%d", ns, ack.Replicas)
+		outs := write(s,
+			Entry{Key: key, Score: 1, Member: []byte("a"), Asking: true},
+			Entry{Key: key, Score: 2, Member: []byte("b")},
+			Entry{Key: key, Score: 3, Member: []byte("c"), Asking: true})
+		for i, o := range outs {
+			err := o.wait(t, 5*time.Second)
+			if ack.on() {
+				assert.ErrorIs(t, err, ErrNotReplicated, "entry %d: WAIT's verdict (no replica here)", i)
+			} else {
+				assert.NoError(t, err, "entry %d", i)
+			}
+		}
+		got, err := c.ZRangeWithScores(context.Background(), key, 0, -1).Result()
+		require.NoError(t, err)
+		assert.Equal(t, []redis.Z{{Score: 1, Member: "a"}, {Score: 2, Member: "b"}, {Score: 3, Member: "c"}}, got)
+		s.close(context.Background())
+	}
+}

@@ -1,0 +1,190 @@
+package reshard_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+const (
+	liveSlots     = 64
+	liveProducers = 4
+	liveMoved     = 3000 // hash slots redis-cli moves, of the 5461 or so a master has
+)
+
+// ledger records what the producers had acknowledged and what the workers'
+// listeners saw, and whether two listeners ever held one slot at once.
+type ledger struct {
+	mu        sync.Mutex
+	acked     map[string]bool
+	delivered map[string]int
+	sendErrs  map[string]int
+	active    [liveSlots]atomic.Int32
+	overlaps  atomic.Int64
+}
+
+func (l *ledger) listener() rmq.MessageListener {
+	return rmq.ListenerFunc(func(_ context.Context, m *rmq.Message) error {
+		if l.active[m.Slot].Add(1) > 1 {
+			l.overlaps.Add(1)
+		}
+		time.Sleep(100 * time.Microsecond)
+		l.active[m.Slot].Add(-1)
+		l.mu.Lock()
+		l.delivered[string(m.Content)]++
+		l.mu.Unlock()
+		return nil
+	})
+}
+
+// TestLiveReshardLosesNothing moves 3,000 hash slots from the master that
+// holds the most of a 64-slot topic's slots to another master with
+// redis-cli --cluster reshard (keys and all, as a Cluster grows), while four
+// producers send (Send and SendBatch by turns) and two workers consume. Every
+// call returns nil, every message acknowledged is delivered, and no two
+// listeners ever hold one slot at once; duplicates are allowed, and counted.
+func TestLiveReshardLosesNothing(t *testing.T) {
+	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
+	ctx := context.Background()
+	l := &ledger{acked: map[string]bool{}, delivered: map[string]int{}, sendErrs: map[string]int{}}
+	newClient := func() *rmq.Client {
+		r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+		t.Cleanup(func() { r.Close() })
+		c, err := rmq.New(r, rmq.WithNamespace("live"))
+		require.NoError(t, err)
+		return c
+	}
+	producer := newClient()
+	t.Cleanup(func() { _ = producer.Close(context.Background()) })
+	require.NoError(t, producer.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: liveSlots, Type: rmq.Priority}))
+	for range 2 {
+		w := newClient()
+		require.NoError(t, w.Subscribe("t", l.listener(), rmq.WithThreads(2)))
+		done := make(chan error, 1)
+		go func() { done <- w.Start(ctx) }()
+		t.Cleanup(func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			assert.NoError(t, w.Close(cctx))
+			assert.NoError(t, <-done)
+		})
+	}
+
+	masters, err := cl.Masters(ctx)
+	require.NoError(t, err)
+	held := map[string]int{} // master → topic slots
+	for i := range liveSlots {
+		for _, m := range masters {
+			if (testenv.ClusterNode{Slots: m.Slots}).OwnsSlot(testenv.KeySlot("t:" + strconv.Itoa(i))) {
+				held[m.Addr]++
+			}
+		}
+	}
+	from, to := masters[0], masters[1]
+	for _, m := range masters {
+		if held[m.Addr] > held[from.Addr] {
+			from = m
+		}
+	}
+	for _, m := range masters {
+		if m.Addr != from.Addr {
+			to = m
+			break
+		}
+	}
+
+	pctx, stop := context.WithCancel(ctx)
+	var seq atomic.Int64
+	var producers sync.WaitGroup
+	for range liveProducers {
+		producers.Go(func() {
+			for pctx.Err() == nil {
+				n := seq.Add(1)
+				content := "m" + strconv.FormatInt(n, 10)
+				m := rmq.PriorityMessage{Topic: "t", Content: []byte(content), Priority: 20}
+				var err error
+				if n%2 == 0 {
+					err = producer.Producer().Send(ctx, m)
+				} else {
+					err = producer.Producer().SendBatch(ctx, m)
+				}
+				l.mu.Lock()
+				if err != nil {
+					l.sendErrs[err.Error()]++
+				} else {
+					l.acked[content] = true
+				}
+				l.mu.Unlock()
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(1500 * time.Millisecond)
+	start := time.Now()
+	out, err := exec.Command("redis-cli", "--cluster", "reshard", from.Addr, "--cluster-from", from.ID,
+		"--cluster-to", to.ID, "--cluster-slots", strconv.Itoa(liveMoved), "--cluster-yes").CombinedOutput()
+	require.NoError(t, err, "redis-cli --cluster reshard: %s", tail(out))
+	took := time.Since(start)
+	time.Sleep(1500 * time.Millisecond)
+	stop()
+	producers.Wait()
+
+	after, err := cl.Masters(ctx)
+	require.NoError(t, err)
+	moved := 0
+	for i := range liveSlots {
+		hs := testenv.KeySlot("t:" + strconv.Itoa(i))
+		if (testenv.ClusterNode{Slots: from.Slots}).OwnsSlot(hs) {
+			for _, m := range after {
+				if m.Addr == to.Addr && (testenv.ClusterNode{Slots: m.Slots}).OwnsSlot(hs) {
+					moved++
+				}
+			}
+		}
+	}
+	require.Positive(t, moved, "no topic slot moved")
+
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for k := range l.acked {
+			if l.delivered[k] == 0 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "not every acknowledged message was delivered")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dups := 0
+	for _, n := range l.delivered {
+		if n > 1 {
+			dups++
+		}
+	}
+	t.Logf("reshard of %d hash slots %s → %s in %v moved %d of %d topic slots; acknowledged %d, send errors %v, "+
+		"delivered %d, duplicates %d, overlapping listener calls %d",
+		liveMoved, from.Addr, to.Addr, took.Round(time.Millisecond), moved, liveSlots, len(l.acked), l.sendErrs,
+		len(l.delivered), dups, l.overlaps.Load())
+	assert.Empty(t, l.sendErrs, "Send and SendBatch failed during the resharding")
+	assert.Zero(t, l.overlaps.Load(), "two listeners held one slot at once")
+}
+
+func tail(out []byte) string {
+	if len(out) > 2000 {
+		out = out[len(out)-2000:]
+	}
+	return fmt.Sprintf("%s", out)
+}

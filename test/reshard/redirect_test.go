@@ -1,0 +1,116 @@
+package reshard_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// TestSendFollowsAskAndMoved: a topic slot's hash slot is set migrating from
+// its master to another (nothing moved yet), so its master answers a write
+// of the slot's store with ASK; Send and SendBatch follow it to the
+// importing master behind ASKING. Once the hash slot is handed over, the
+// client's slot map still names the old master, which answers MOVED; both
+// follow that too. Every message sent is then consumed from the new master.
+// Before redirections were followed, every one of these calls failed: the
+// slot map, reloaded in the background, still named the old master when
+// the retries ran out.
+func TestSendFollowsAskAndMoved(t *testing.T) {
+	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
+	ctx := context.Background()
+	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { r.Close() })
+	c, err := rmq.New(r, rmq.WithNamespace("redirect"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 1, Type: rmq.Priority}))
+
+	hashSlot := testenv.KeySlot("t:0") // the slot's keys are "<ns>:{t:0}:…"
+	masters, err := cl.Masters(ctx)
+	require.NoError(t, err)
+	var from, to testenv.ClusterMaster
+	for _, m := range masters {
+		if (testenv.ClusterNode{Slots: m.Slots}).OwnsSlot(hashSlot) {
+			from = m
+		} else if to.Addr == "" {
+			to = m
+		}
+	}
+	require.NotEmpty(t, from.Addr)
+	setSlot(t, to.Addr, hashSlot, "IMPORTING", from.ID)
+	setSlot(t, from.Addr, hashSlot, "MIGRATING", to.ID)
+
+	send := func(content string, batch bool) {
+		t.Helper()
+		m := rmq.PriorityMessage{Topic: "t", Content: []byte(content), Priority: 20}
+		if batch {
+			require.NoError(t, c.Producer().SendBatch(ctx, m), content)
+		} else {
+			require.NoError(t, c.Producer().Send(ctx, m), content)
+		}
+	}
+	// The store key is on neither master yet: the migrating one answers ASK.
+	send("asked-send", false)
+	send("asked-batch", true)
+	pipe := nodeClient(t, to.Addr).Pipeline()
+	pipe.Do(ctx, "ASKING")
+	card := pipe.ZCard(ctx, "redirect:{t:0}:store")
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), card.Val(), "both went to the importing master")
+
+	setSlot(t, to.Addr, hashSlot, "NODE", to.ID) // the new master first, then the others
+	for _, m := range masters {
+		if m.Addr != to.Addr {
+			setSlot(t, m.Addr, hashSlot, "NODE", to.ID)
+		}
+	}
+	send("moved-send", false)
+	send("moved-batch", true)
+	n, err := nodeClient(t, to.Addr).ZCard(ctx, "redirect:{t:0}:store").Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(4), n, "every message is on the new master")
+
+	got := make(chan string, 8)
+	require.NoError(t, c.Subscribe("t", rmq.ListenerFunc(func(_ context.Context, m *rmq.Message) error {
+		got <- string(m.Content)
+		return nil
+	})))
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, c.Close(cctx))
+		require.NoError(t, <-done)
+	})
+	seen := map[string]bool{}
+	for len(seen) < 4 {
+		select {
+		case s := <-got:
+			seen[s] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("consumed %v of 4", seen)
+		}
+	}
+}
+
+// setSlot runs CLUSTER SETSLOT slot args… on the node at addr.
+func setSlot(t *testing.T, addr string, slot int, args ...any) {
+	t.Helper()
+	err := nodeClient(t, addr).Do(context.Background(), append([]any{"CLUSTER", "SETSLOT", slot}, args...)...).Err()
+	require.NoError(t, err, "CLUSTER SETSLOT %d %v on %s", slot, args, addr)
+}
+
+// nodeClient returns a client of the node at addr, closed when t ends.
+func nodeClient(t *testing.T, addr string) *redis.Client {
+	n := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { n.Close() })
+	return n
+}
