@@ -108,7 +108,8 @@ func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
 	return s.retries.after(err, attempt)
 }
 
-// writeCommands sends ZADD for each entry (entries[i] completes done[i]),
+// writeCommands sends ZADD for each entry (entries[i] completes done[i];
+// behind ASKING where Entry.Asking says so, redirect.go),
 // then WAIT when the stream waits for replicas (done[i] then completes once
 // WAIT answered), then PUBLISH for each publication (each completes its
 // topic's pubOutcome),
