@@ -32,7 +32,8 @@ import (
 // the channels are placed by the client's slot map (no I/O): a master whose
 // set of channels changed gets a new connection, as does one whose
 // connection failed, so a channel follows its slot through a failover or a
-// migration, and every (re)subscription is delivered, which wakes the slot:
+// migration (looked at again within shardRecheck once a node dropped a
+// channel), and every (re)subscription is delivered, which wakes the slot:
 // wake-ups published while a channel was not followed are not lost for long.
 // A master that refuses SSUBSCRIBE (Redis before 7.0, an ACL) is asked again
 // only every shardUnknownRetry.
@@ -50,9 +51,16 @@ const (
 // meanwhile (producers turn to them when SPUBLISH is refused: wakeOutcome).
 const shardUnknownRetry = time.Minute
 
-// errShardMoved ends a sharded subscription whose node dropped a channel
-// (SUNSUBSCRIBE: the channel's slot moved away).
-var errShardMoved = errors.New("rdb: a sharded channel's slot moved")
+// A node drops the sharded channels of a hash slot it gives away
+// (SUNSUBSCRIBE). The subscription keeps its other channels, and the loop
+// looks at the slot map again every shardRecheck (asking for its reload)
+// until the map places the channel elsewhere, which replaces the
+// connections of both masters; after shardDroppedWait the subscription is
+// replaced even so, on the old map.
+const (
+	shardRecheck     = 100 * time.Millisecond
+	shardDroppedWait = 5 * time.Second
+)
 
 // shardSub is one connection subscribed to the sharded channels one master
 // serves.
@@ -61,8 +69,10 @@ type shardSub struct {
 	channels   []string // sorted
 	stop       context.CancelFunc
 	done       chan struct{}
-	err        error       // why it ended; read after done is closed
-	subscribed atomic.Bool // a subscription was confirmed
+	err        error         // why it ended; read after done is closed
+	subscribed atomic.Bool   // a subscription was confirmed
+	droppedAt  atomic.Int64  // when the node first dropped a channel, Unix ns; 0 if none
+	kick       chan struct{} // tells the loop that a channel was dropped
 
 	mu       sync.Mutex
 	nc       net.Conn // nil until dialled
@@ -88,6 +98,7 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 	}()
 	want := make(map[string][]string)
 	nodes := make(map[string]*redis.Client)
+	kick := make(chan struct{}, 1)
 	for {
 		placed := b.placeShards(ctx, channels, want, nodes)
 		for addr, s := range subs {
@@ -129,18 +140,32 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 			}
 			if subs[addr] == nil {
 				sctx, stop := context.WithCancel(ctx)
-				s := &shardSub{addr: addr, channels: slices.Clone(chans), stop: stop, done: make(chan struct{}), lastPing: time.Now()}
+				s := &shardSub{addr: addr, channels: slices.Clone(chans), stop: stop, done: make(chan struct{}),
+					lastPing: time.Now(), kick: kick}
 				subs[addr] = s
 				go s.run(sctx, nodes[addr].Options(), b.topo, deliver)
 			}
 		}
-		for _, s := range subs {
+		wait := listenRefresh
+		for addr, s := range subs {
 			s.ping()
+			if at := s.droppedAt.Load(); at != 0 {
+				wait = shardRecheck
+				if time.Since(time.Unix(0, at)) >= shardDroppedWait {
+					s.close() // the map still places its channels there: dial again
+					<-s.done
+					delete(subs, addr)
+				}
+			}
+		}
+		if wait < listenRefresh {
+			b.RefreshTopology()
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(listenRefresh):
+		case <-kick:
+		case <-time.After(wait):
 		}
 	}
 }
@@ -174,7 +199,7 @@ func (b *redisBroker) placeShards(ctx context.Context, channels []string, want m
 }
 
 // run dials the node of o, subscribes to the channels and delivers what
-// arrives until the connection ends (closed, failed, or a channel moved).
+// arrives until the connection ends (closed or failed).
 func (s *shardSub) run(ctx context.Context, o *redis.Options, topo *topology, deliver func(msg any)) {
 	defer close(s.done)
 	cn, err := dialConn(ctx, o, 0)
@@ -228,8 +253,13 @@ func (s *shardSub) read(rd *bufio.Reader, deliver func(msg any)) error {
 			s.subscribed.Store(true)
 			count, _ := strconv.Atoi(string(push[2]))
 			deliver(&redis.Subscription{Kind: "ssubscribe", Channel: string(push[1]), Count: count})
-		case "sunsubscribe":
-			return fmt.Errorf("%w: %s", errShardMoved, push[1])
+		case "sunsubscribe": // the channel's slot moved away: the loop places it again
+			if s.droppedAt.CompareAndSwap(0, time.Now().UnixNano()) {
+				select {
+				case s.kick <- struct{}{}:
+				default:
+				}
+			}
 		case "pong":
 			s.mu.Lock()
 			if s.nc != nil {

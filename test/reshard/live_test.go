@@ -33,6 +33,9 @@ type ledger struct {
 	sendErrs  map[string]int
 	active    [liveSlots]atomic.Int32
 	overlaps  atomic.Int64
+	last      [liveSlots]time.Time     // each slot's latest delivery
+	gap       [liveSlots]time.Duration // each slot's longest time between two deliveries ending after since
+	since     time.Time                // when the resharding began
 }
 
 func (l *ledger) listener() rmq.MessageListener {
@@ -42,8 +45,13 @@ func (l *ledger) listener() rmq.MessageListener {
 		}
 		time.Sleep(100 * time.Microsecond)
 		l.active[m.Slot].Add(-1)
+		now := time.Now()
 		l.mu.Lock()
 		l.delivered[string(m.Content)]++
+		if !l.last[m.Slot].IsZero() && !l.since.IsZero() && now.After(l.since) {
+			l.gap[m.Slot] = max(l.gap[m.Slot], now.Sub(l.last[m.Slot]))
+		}
+		l.last[m.Slot] = now
 		l.mu.Unlock()
 		return nil
 	})
@@ -54,7 +62,9 @@ func (l *ledger) listener() rmq.MessageListener {
 // redis-cli --cluster reshard (keys and all, as a Cluster grows), while four
 // producers send (Send and SendBatch by turns) and two workers consume. Every
 // call returns nil, every message acknowledged is delivered, and no two
-// listeners ever hold one slot at once; duplicates are allowed, and counted.
+// listeners ever hold one slot at once; duplicates are allowed, and counted,
+// and the longest pause of a moved slot's deliveries from the resharding on
+// is printed beside that of the other slots.
 func TestLiveReshardLosesNothing(t *testing.T) {
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
@@ -133,6 +143,9 @@ func TestLiveReshardLosesNothing(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	start := time.Now()
+	l.mu.Lock()
+	l.since = start
+	l.mu.Unlock()
 	out, err := exec.Command("redis-cli", "--cluster", "reshard", from.Addr, "--cluster-from", from.ID,
 		"--cluster-to", to.ID, "--cluster-slots", strconv.Itoa(liveMoved), "--cluster-yes").CombinedOutput()
 	require.NoError(t, err, "redis-cli --cluster reshard: %s", tail(out))
@@ -144,16 +157,26 @@ func TestLiveReshardLosesNothing(t *testing.T) {
 	after, err := cl.Masters(ctx)
 	require.NoError(t, err)
 	moved := 0
+	var movedGap, keptGap time.Duration // the longest pause of a moved slot's deliveries, and of another's
+	l.mu.Lock()
 	for i := range liveSlots {
 		hs := testenv.KeySlot("t:" + strconv.Itoa(i))
+		gone := false
 		if (testenv.ClusterNode{Slots: from.Slots}).OwnsSlot(hs) {
 			for _, m := range after {
 				if m.Addr == to.Addr && (testenv.ClusterNode{Slots: m.Slots}).OwnsSlot(hs) {
-					moved++
+					gone = true
 				}
 			}
 		}
+		if gone {
+			moved++
+			movedGap = max(movedGap, l.gap[i])
+		} else {
+			keptGap = max(keptGap, l.gap[i])
+		}
 	}
+	l.mu.Unlock()
 	require.Positive(t, moved, "no topic slot moved")
 
 	require.Eventually(t, func() bool {
@@ -175,9 +198,10 @@ func TestLiveReshardLosesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("reshard of %d hash slots %s → %s in %v moved %d of %d topic slots; acknowledged %d, send errors %v, "+
-		"delivered %d, duplicates %d, overlapping listener calls %d",
+		"delivered %d, duplicates %d, overlapping listener calls %d; from the resharding on, the longest pause "+
+		"between two deliveries of a moved slot %v, of another slot %v",
 		liveMoved, from.Addr, to.Addr, took.Round(time.Millisecond), moved, liveSlots, len(l.acked), l.sendErrs,
-		len(l.delivered), dups, l.overlaps.Load())
+		len(l.delivered), dups, l.overlaps.Load(), movedGap.Round(time.Millisecond), keptGap.Round(time.Millisecond))
 	assert.Empty(t, l.sendErrs, "Send and SendBatch failed during the resharding")
 	assert.Zero(t, l.overlaps.Load(), "two listeners held one slot at once")
 }
