@@ -39,7 +39,7 @@ func Start(t testing.TB, name, test, outPath string, env ...string) *Process {
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	// Should this process die without its cleanups, the child goes too.
-	cmd.SysProcAttr = dieWithParent()
+	cmd.SysProcAttr = DieWithParent()
 	p := &Process{cmd: cmd, outPath: outPath, done: make(chan struct{})}
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,7 @@ package childproc
 
 import "syscall"
 
-// dieWithParent makes the kernel SIGKILL the child when the parent dies.
-func dieWithParent() *syscall.SysProcAttr {
+// DieWithParent makes the kernel SIGKILL the child when the parent dies.
+func DieWithParent() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -4,7 +4,7 @@ package childproc
 
 import "syscall"
 
-// dieWithParent returns no attributes: only Linux can tie a child's life to
+// DieWithParent returns no attributes: only Linux can tie a child's life to
 // its parent's; elsewhere the child notices the parent is gone when its stdin
 // reaches EOF.
-func dieWithParent() *syscall.SysProcAttr { return nil }
+func DieWithParent() *syscall.SysProcAttr { return nil }

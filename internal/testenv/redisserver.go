@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rmq-go/rmq/internal/childproc"
 )
 
 // RedisServer is a private redis-server a test starts, kills and restarts
@@ -149,6 +151,7 @@ func (s *RedisServer) launch() error {
 	defer log.Close()
 	s.cmd = exec.Command("redis-server", args...)
 	s.cmd.Dir = s.dir
+	s.cmd.SysProcAttr = childproc.DieWithParent() // a test binary that dies (a timeout's panic) leaves no server behind
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
