@@ -62,13 +62,11 @@ func (c *Client) RequeueDeadProgress(ctx context.Context, topic string, progress
 }
 
 // wakeRequeued tells the consumers of the slots in woken that messages are
-// due. A failed publication is logged, and the broker publishes the topic's
-// wake-up again.
+// due. The broker handles a failed publication as every failed wake-up's
+// (logged, published again), so its error needs nothing more here.
 func (c *Client) wakeRequeued(ctx context.Context, woken []rdb.Wake) {
 	for _, p := range rdb.WakePublications(woken) {
-		if err := c.broker.PublishWake(ctx, p); err != nil {
-			c.cfg.logger.Warn("rmq: wake-up publish failed", "err", err)
-		}
+		_ = c.broker.PublishWake(ctx, p)
 	}
 }
 

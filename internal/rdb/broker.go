@@ -98,8 +98,8 @@ type Broker interface {
 	// DeleteDead deletes one dead member of a slot; it reports whether it was there.
 	DeleteDead(ctx context.Context, keys SlotKeys, member []byte) (bool, error)
 	// PublishWake sends one wake-up publication (see Publication). If that
-	// fails, it returns the error and has the topic's wake-up published again
-	// (wakeretry.go).
+	// fails, it returns the error, which is handled as every failed wake-up
+	// publication is (wakeOutcome.failedOn: logged, published again).
 	PublishWake(ctx context.Context, p Publication) error
 	// ShardedWakes reports whether wake-ups go to the slots' sharded channels
 	// (SlotKeys.Wake): on a Cluster.

@@ -16,7 +16,7 @@ func (b *redisBroker) ShardedWakes() bool { return b.topo != nil }
 func (b *redisBroker) PublishWake(ctx context.Context, p Publication) error {
 	err := b.publish(ctx, b.rdb, p).Err()
 	if err != nil {
-		b.wakes.retry.add(p.Channel)
+		b.wakes.failedOn(p.Channel, err)
 	}
 	return err
 }
