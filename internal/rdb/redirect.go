@@ -20,20 +20,35 @@ import (
 // entry back to the old master until the retries ran out, which is what a
 // live resharding made of Sends before.
 
+// redirection returns the MOVED or ASK reply err holds (a server's reply,
+// ours or go-redis's) and whether it was ASK.
+func redirection(err error) (msg string, ask, ok bool) {
+	msg, ok = replyError(err)
+	switch {
+	case !ok:
+		return "", false, false
+	case strings.HasPrefix(msg, "MOVED "):
+		return msg, false, true
+	case strings.HasPrefix(msg, "ASK "):
+		return msg, true, true
+	}
+	return "", false, false
+}
+
+// redirected reports whether err is a MOVED or ASK reply: the command did not
+// run, and may go again at once.
+func redirected(err error) bool {
+	_, _, ok := redirection(err)
+	return ok
+}
+
 // redirectOf returns the address a MOVED or ASK reply in err names and
 // whether it was ASK; ok is false for any other error, and for a reply whose
 // node announces no address (":port"), which the slot map's reload must then
 // resolve.
 func redirectOf(err error) (addr string, ask, ok bool) {
-	msg, isReply := replyError(err)
-	if !isReply {
-		return "", false, false
-	}
-	switch {
-	case strings.HasPrefix(msg, "MOVED "):
-	case strings.HasPrefix(msg, "ASK "):
-		ask = true
-	default:
+	msg, ask, ok := redirection(err)
+	if !ok {
 		return "", false, false
 	}
 	f := strings.Fields(msg)
@@ -60,9 +75,14 @@ func (t *topology) optionsAt(ctx context.Context, addr, key string) (*redis.Opti
 	if err != nil {
 		return nil, err
 	}
-	o := *node.Options()
-	o.Addr = addr
-	return &o, nil
+	return withAddr(node.Options(), addr), nil
+}
+
+// withAddr returns a copy of o for the node at addr.
+func withAddr(o *redis.Options, addr string) *redis.Options {
+	c := *o
+	c.Addr = addr
+	return &c
 }
 
 // redirectNodes are clients of the nodes that redirections named and the
@@ -77,12 +97,12 @@ type redirectNodes struct {
 // at returns a client of the node at addr: the slot map's own if it names
 // addr for key, else one of n's.
 func (n *redirectNodes) at(ctx context.Context, t *topology, addr, key string) (*redis.Client, error) {
-	if node, err := t.client.MasterForKey(ctx, key); err == nil && node.Options().Addr == addr {
-		return node, nil
-	}
-	o, err := t.optionsAt(ctx, addr, key)
+	node, err := t.client.MasterForKey(ctx, key)
 	if err != nil {
 		return nil, err
+	}
+	if node.Options().Addr == addr {
+		return node, nil
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -94,7 +114,7 @@ func (n *redirectNodes) at(ctx context.Context, t *topology, addr, key string) (
 		if n.byAddr == nil {
 			n.byAddr = make(map[string]*redis.Client)
 		}
-		c = redis.NewClient(o)
+		c = redis.NewClient(withAddr(node.Options(), addr))
 		n.byAddr[addr] = c
 	}
 	return c, nil

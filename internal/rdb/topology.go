@@ -106,16 +106,6 @@ func staleMap(err error) bool {
 // served elsewhere, or not served right now.
 var staleReplies = []string{"MOVED ", "ASK ", "CLUSTERDOWN ", "TRYAGAIN ", "READONLY ", "LOADING ", "MASTERDOWN "}
 
-// redirected reports whether err is a MOVED or ASK reply: the command did not
-// run, and may go again at once to the node the refreshed map names.
-func redirected(err error) bool {
-	var re ReplyError
-	if errors.As(err, &re) {
-		return strings.HasPrefix(string(re), "MOVED ") || strings.HasPrefix(string(re), "ASK ")
-	}
-	return err != nil && (strings.HasPrefix(err.Error(), "MOVED ") || strings.HasPrefix(err.Error(), "ASK "))
-}
-
 // Node implements Broker: the address of the master serving the slot of
 // keys on a Cluster, by the client's current slot map ("" on a single node,
 // or while the map cannot be had).
