@@ -32,19 +32,10 @@ func TestSendFollowsAskAndMoved(t *testing.T) {
 	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 1, Type: rmq.Priority}))
 
 	hashSlot := testenv.KeySlot("t:0") // the slot's keys are "<ns>:{t:0}:…"
-	masters, err := cl.Masters(ctx)
+	from, to, err := cl.SlotMove(ctx, hashSlot)
 	require.NoError(t, err)
-	var from, to testenv.ClusterMaster
-	for _, m := range masters {
-		if (testenv.ClusterNode{Slots: m.Slots}).OwnsSlot(hashSlot) {
-			from = m
-		} else if to.Addr == "" {
-			to = m
-		}
-	}
-	require.NotEmpty(t, from.Addr)
-	setSlot(t, to.Addr, hashSlot, "IMPORTING", from.ID)
-	setSlot(t, from.Addr, hashSlot, "MIGRATING", to.ID)
+	require.NoError(t, cl.SetSlot(ctx, to.Addr, hashSlot, "IMPORTING", from.ID))
+	require.NoError(t, cl.SetSlot(ctx, from.Addr, hashSlot, "MIGRATING", to.ID))
 
 	send := func(content string, batch bool) {
 		t.Helper()
@@ -65,12 +56,7 @@ func TestSendFollowsAskAndMoved(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), card.Val(), "both went to the importing master")
 
-	setSlot(t, to.Addr, hashSlot, "NODE", to.ID) // the new master first, then the others
-	for _, m := range masters {
-		if m.Addr != to.Addr {
-			setSlot(t, m.Addr, hashSlot, "NODE", to.ID)
-		}
-	}
+	require.NoError(t, cl.GiveSlot(ctx, hashSlot, to))
 	send("moved-send", false)
 	send("moved-batch", true)
 	n, err := nodeClient(t, to.Addr).ZCard(ctx, "redirect:{t:0}:store").Result()
@@ -99,13 +85,6 @@ func TestSendFollowsAskAndMoved(t *testing.T) {
 			t.Fatalf("consumed %v of 4", seen)
 		}
 	}
-}
-
-// setSlot runs CLUSTER SETSLOT slot args… on the node at addr.
-func setSlot(t *testing.T, addr string, slot int, args ...any) {
-	t.Helper()
-	err := nodeClient(t, addr).Do(context.Background(), append([]any{"CLUSTER", "SETSLOT", slot}, args...)...).Err()
-	require.NoError(t, err, "CLUSTER SETSLOT %d %v on %s", slot, args, addr)
 }
 
 // nodeClient returns a client of the node at addr, closed when t ends.
