@@ -33,7 +33,7 @@ import (
 // set of channels changed gets a new connection, as does one whose
 // connection failed, so a channel follows its slot through a failover or a
 // migration (looked at again within shardRecheck once a node dropped a
-// channel), and every (re)subscription is delivered, which wakes the slot:
+// channel, or answered its SSUBSCRIBE with MOVED), and every (re)subscription is delivered, which wakes the slot:
 // wake-ups published while a channel was not followed are not lost for long.
 // A master that refuses SSUBSCRIBE (Redis before 7.0, an ACL) is asked again
 // only every shardUnknownRetry.
@@ -52,7 +52,9 @@ const (
 const shardUnknownRetry = time.Minute
 
 // A node drops the sharded channels of a hash slot it gives away
-// (SUNSUBSCRIBE). The subscription keeps its other channels, and the loop
+// (SUNSUBSCRIBE), and answers MOVED to an SSUBSCRIBE of one it no longer
+// serves (the client's slot map may place a channel by an older view while
+// its slot moves). The subscription keeps its other channels, and the loop
 // looks at the slot map again every shardRecheck (asking for its reload)
 // until the map places the channel elsewhere, which replaces the
 // connections of both masters; after shardDroppedWait the subscription is
@@ -238,6 +240,12 @@ func (s *shardSub) read(rd *bufio.Reader, deliver func(msg any)) error {
 	var push [3][]byte
 	for {
 		n, err := readPush(rd, push[:])
+		if redirected(err) {
+			// a channel's SSUBSCRIBE came after its slot moved away (the slot
+			// map placed it by an older view): as if the node dropped it
+			s.dropped()
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -254,18 +262,24 @@ func (s *shardSub) read(rd *bufio.Reader, deliver func(msg any)) error {
 			count, _ := strconv.Atoi(string(push[2]))
 			deliver(&redis.Subscription{Kind: "ssubscribe", Channel: string(push[1]), Count: count})
 		case "sunsubscribe": // the channel's slot moved away: the loop places it again
-			if s.droppedAt.CompareAndSwap(0, time.Now().UnixNano()) {
-				select {
-				case s.kick <- struct{}{}:
-				default:
-				}
-			}
+			s.dropped()
 		case "pong":
 			s.mu.Lock()
 			if s.nc != nil {
 				s.nc.SetReadDeadline(time.Time{})
 			}
 			s.mu.Unlock()
+		}
+	}
+}
+
+// dropped records that the node no longer serves one of the channels and
+// tells the loop, the first time, to place the channels again.
+func (s *shardSub) dropped() {
+	if s.droppedAt.CompareAndSwap(0, time.Now().UnixNano()) {
+		select {
+		case s.kick <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -333,3 +333,50 @@ func TestShardSubDeliversAndEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestShardSubKeepsItsChannelsAfterMoved: on the Cluster, an SSUBSCRIBE of a
+// channel whose slot the node does not serve is answered MOVED (the slot map
+// placed it by an older view while its slot moved); the subscription keeps
+// its other channels and tells the loop, as when the node drops a channel.
+func TestShardSubKeepsItsChannelsAfterMoved(t *testing.T) {
+	b := testenv.Cluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := b.Redis.(*redis.ClusterClient)
+	keys := NewKeyspace(testenv.Namespace(t, b))
+	channels := slotWakes(keys, "t", 64)
+	home, err := client.MasterForKey(ctx, channels[0])
+	require.NoError(t, err)
+	var served, elsewhere string
+	for _, ch := range channels {
+		node, err := client.MasterForKey(ctx, ch)
+		require.NoError(t, err)
+		if node.Options().Addr == home.Options().Addr {
+			served = ch
+		} else {
+			elsewhere = ch
+		}
+	}
+	require.NotEmpty(t, elsewhere, "every slot on one master")
+	l := newShardLog()
+	sctx, stop := context.WithCancel(ctx)
+	s := &shardSub{addr: home.Options().Addr, channels: []string{elsewhere, served}, stop: stop,
+		done: make(chan struct{}), lastPing: time.Now(), kick: make(chan struct{}, 1)}
+	go s.run(sctx, home.Options(), nil, l.deliver)
+	t.Cleanup(func() { s.close(); <-s.done })
+	select {
+	case <-s.kick:
+	case <-s.done:
+		t.Fatalf("ended on MOVED: %v", s.err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the loop was not told of the channel answered MOVED")
+	}
+	l.waitSubscribed(t, []string{served}, 1, 5*time.Second)
+	l.await(ctx, t, client, served, "1:17", 5*time.Second)
+	assert.Zero(t, l.subscribed(elsewhere))
+	select {
+	case <-s.done:
+		t.Fatalf("ended: %v", s.err)
+	default:
+	}
+}

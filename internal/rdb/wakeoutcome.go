@@ -37,14 +37,22 @@ type wakeOutcome struct {
 func (w *wakeOutcome) sharded() bool { return w == nil || !w.unsharded.Load() }
 
 // failedOn logs a failed publication of a wake-up whose broadcast channel is
-// channel, and has that topic's wake-up published again.
+// channel, and has that topic's wake-up published again. A sharded
+// publication answered MOVED is no failure: its slot moved to another master
+// (a resharding, a failover) after the entries it follows were stored, and
+// they went with it; the topic's wake-up is published again at once, and
+// nothing is logged (during a resharding that is a line every second).
 func (w *wakeOutcome) failedOn(channel string, err error) {
-	if refusedCommand(err, "SPUBLISH") {
+	switch {
+	case refusedCommand(err, "SPUBLISH"):
 		if w.unsharded.CompareAndSwap(false, true) {
 			w.log.Warn("rmq: the Redis Cluster refuses sharded pub/sub (SPUBLISH: Redis 7.0 or later, and in the user's ACL): "+
 				"wake-ups go to the topics' broadcast channels from now on", "err", err)
 		}
-	} else {
+	case redirected(err):
+		w.retry.addNow(channel)
+		return
+	default:
 		w.Complete(err)
 	}
 	w.retry.add(channel)

@@ -69,3 +69,25 @@ func TestRefusedSPublishTurnsShardedWakeUpsOff(t *testing.T) {
 	var none *wakeOutcome
 	assert.True(t, none.sharded(), "a broker without an outcome (tests) keeps them on")
 }
+
+// A sharded wake-up answered MOVED (its slot moved after its entries were
+// stored) is published again at once, and not logged as a failure.
+func TestMovedWakeUpIsPublishedAgainAtOnce(t *testing.T) {
+	var out bytes.Buffer
+	pub := &fakePublisher{}
+	w := &wakeOutcome{log: slog.New(slog.NewTextHandler(&out, nil))}
+	w.retry = newWakeRetry(pub.publish, w.Complete)
+	defer w.retry.close()
+	start := time.Now()
+	w.failedOn("ns:wake:a", ReplyError("MOVED 8128 127.0.0.1:7001"))
+	require.Eventually(t, func() bool {
+		got, _, _ := pub.snapshot()
+		return len(got) == 1
+	}, 2*time.Second, time.Millisecond)
+	_, at, _ := pub.snapshot()
+	assert.Less(t, at[0].Sub(start), wakeRetryAfter/2)
+	assert.True(t, w.sharded())
+	assert.Empty(t, out.String())
+	w.failedOn("ns:wake:a", ReplyError("ERR connection reset")) // a failure still is
+	assert.Contains(t, out.String(), "wake-up publish failed")
+}

@@ -11,9 +11,10 @@ import (
 // a Cluster runs once a minute by default. So the broker publishes that
 // topic's wake-up again: WakeAll on the topic's broadcast channel
 // (Publication.Channel), which consumers follow on every kind of Redis
-// (through two masters on a Cluster), wakeRetryAfter after the failure and
-// then with a doubling delay while that fails too, until it goes through or
-// the broker closes. Failures of one topic meanwhile go as one publication.
+// (through two masters on a Cluster), wakeRetryAfter after the failure (at
+// once after a MOVED: the slot moved, see wakeOutcome.failedOn) and then
+// with a doubling delay while that fails too, until it goes through or the
+// broker closes. Failures of one topic meanwhile go as one publication.
 // What is left to the sweep is a producer that dies between storing entries
 // and publishing their wake-up.
 
@@ -59,18 +60,38 @@ func (r *wakeRetry) add(channel string) {
 		return
 	}
 	r.pending[channel] = struct{}{}
-	r.arm()
+	r.arm(r.delay)
 }
 
-// arm schedules a run after r.delay unless one is scheduled or running;
-// r.mu is held.
-func (r *wakeRetry) arm() {
+// addNow schedules a publication on channel at once, bringing a scheduled
+// run forward: the failure was a slot's move, not a node in trouble, so
+// waiting gains nothing. A run in progress leaves it to the next.
+func (r *wakeRetry) addNow(channel string) {
+	if r == nil || channel == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.pending[channel] = struct{}{}
+	if r.timer != nil && r.timer.Stop() {
+		r.timer = time.AfterFunc(0, r.run) // the stopped run's place in r.runs
+		return
+	}
+	r.arm(0)
+}
+
+// arm schedules a run after delay unless one is scheduled or running; r.mu
+// is held.
+func (r *wakeRetry) arm(delay time.Duration) {
 	if r.armed || r.closed || len(r.pending) == 0 {
 		return
 	}
 	r.armed = true
 	r.runs.Add(1)
-	r.timer = time.AfterFunc(r.delay, r.run)
+	r.timer = time.AfterFunc(delay, r.run)
 }
 
 // run publishes every pending channel's wake-up once.
@@ -111,7 +132,7 @@ func (r *wakeRetry) run() {
 		}
 		r.delay = min(2*r.delay, wakeRetryMax)
 	}
-	r.arm()
+	r.arm(r.delay)
 }
 
 // close drops what is pending and a scheduled run, and waits for a run in

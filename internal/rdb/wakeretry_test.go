@@ -84,3 +84,31 @@ func TestWakeRetryCloseDropsPending(t *testing.T) {
 	got, _, _ := f.snapshot()
 	assert.Empty(t, got)
 }
+
+// A publication added "now" goes at once, and takes along what waited for
+// the scheduled run.
+func TestWakeRetryAddNowBringsTheRunForward(t *testing.T) {
+	f := &fakePublisher{}
+	r := newWakeRetry(f.publish, f.failed)
+	defer r.close()
+	start := time.Now()
+	r.add("ns:wake:a")
+	r.addNow("ns:wake:b")
+	require.Eventually(t, func() bool {
+		got, _, _ := f.snapshot()
+		return len(got) == 2
+	}, 5*time.Second, time.Millisecond)
+	got, at, _ := f.snapshot()
+	assert.ElementsMatch(t, []string{"ns:wake:a", "ns:wake:b"}, got)
+	assert.Less(t, at[1].Sub(start), wakeRetryAfter/2)
+	r.addNow("ns:wake:a") // nothing scheduled: a run of its own, at once
+	require.Eventually(t, func() bool {
+		got, _, _ := f.snapshot()
+		return len(got) == 3
+	}, 5*time.Second, time.Millisecond)
+	_, at, _ = f.snapshot()
+	assert.Less(t, at[2].Sub(at[1]), wakeRetryAfter/2)
+	time.Sleep(2 * wakeRetryAfter)
+	got, _, _ = f.snapshot()
+	assert.Len(t, got, 3, "nothing more: %v", got)
+}

@@ -3,6 +3,7 @@ package reshard_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -36,6 +37,7 @@ type ledger struct {
 	last      [liveSlots]time.Time     // each slot's latest delivery
 	gap       [liveSlots]time.Duration // each slot's longest time between two deliveries ending after since
 	since     time.Time                // when the resharding began
+	warned    warnings                 // what the clients logged at Warn and above
 }
 
 func (l *ledger) listener() rmq.MessageListener {
@@ -62,8 +64,9 @@ func (l *ledger) listener() rmq.MessageListener {
 // redis-cli --cluster reshard (keys and all, as a Cluster grows), while four
 // producers send (Send and SendBatch by turns) and two workers consume. Every
 // call returns nil, every message acknowledged is delivered, and no two
-// listeners ever hold one slot at once; duplicates are allowed, and counted,
-// and the longest pause of a moved slot's deliveries from the resharding on
+// listeners ever hold one slot at once, and nothing is logged at Warn or
+// above (a slot's move is no failure: wake-ups and subscriptions follow it);
+// duplicates are allowed, and counted, and the longest pause of a moved slot's deliveries from the resharding on
 // is printed beside that of the other slots.
 func TestLiveReshardLosesNothing(t *testing.T) {
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
@@ -72,7 +75,7 @@ func TestLiveReshardLosesNothing(t *testing.T) {
 	newClient := func() *rmq.Client {
 		r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
 		t.Cleanup(func() { r.Close() })
-		c, err := rmq.New(r, rmq.WithNamespace("live"))
+		c, err := rmq.New(r, rmq.WithNamespace("live"), rmq.WithLogger(slog.New(&l.warned)))
 		require.NoError(t, err)
 		return c
 	}
@@ -204,6 +207,7 @@ func TestLiveReshardLosesNothing(t *testing.T) {
 		len(l.delivered), dups, l.overlaps.Load(), movedGap.Round(time.Millisecond), keptGap.Round(time.Millisecond))
 	assert.Empty(t, l.sendErrs, "Send and SendBatch failed during the resharding")
 	assert.Zero(t, l.overlaps.Load(), "two listeners held one slot at once")
+	assert.Empty(t, l.warned.logged(), "logged at Warn during the resharding")
 }
 
 func tail(out []byte) string {
