@@ -2,7 +2,6 @@ package rmq_test
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,22 +89,8 @@ func TestProducerRefusedSPublishTurnsToPublish(t *testing.T) {
 // every permission and then rules.
 func producerAs(t *testing.T, b testenv.Backend, ns string, rules ...string) (*rmq.Client, *redis.ClusterClient) {
 	t.Helper()
-	ctx := context.Background()
-	cc := b.Redis.(*redis.ClusterClient)
 	user := "rmqp" + strings.ReplaceAll(t.Name(), "/", "")
-	acl := func(args ...any) {
-		require.NoError(t, cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
-			return node.Do(ctx, append([]any{"ACL"}, args...)...).Err()
-		}))
-	}
-	args := []any{"SETUSER", user, "on", ">pw", "~*", "&*", "+@all"}
-	for _, r := range rules {
-		args = append(args, r)
-	}
-	acl(args...)
-	t.Cleanup(func() { acl("DELUSER", user) })
-	pc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv("RMQ_CLUSTER_ADDRS"), ","),
-		Username: user, Password: "pw"})
+	pc := redis.NewClusterClient(testenv.ClusterUser(t, b.Redis.(*redis.ClusterClient), user, rules...))
 	t.Cleanup(func() { pc.Close() })
 	p, err := rmq.New(pc, rmq.WithNamespace(ns))
 	require.NoError(t, err)

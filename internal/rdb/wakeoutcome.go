@@ -21,12 +21,18 @@ const wakeLogEvery = time.Second
 // per wakeLogEvery, which counts the failures not logged since the line
 // before ("unlogged"). When a Cluster refuses SPUBLISH itself (unknown
 // before Redis 7.0, or not in the user's ACL), it turns sharded wake-ups off
-// for good: the broker's wake-ups then go with PUBLISH to the topics'
-// broadcast channels, which consumers follow on every kind of Redis.
+// for shardUnknownRetry (a minute): the broker's wake-ups then go with
+// PUBLISH to the topics' broadcast channels, which consumers follow on every
+// kind of Redis; then SPUBLISH is tried again, so that producers turn back
+// to it once every node has it (a rolling upgrade to Redis 7, an ACL
+// changed), at the cost of one write's wake-ups a minute where it is still
+// refused.
 type wakeOutcome struct {
-	log       *slog.Logger
-	retry     *wakeRetry  // nil: failures are only logged
-	unsharded atomic.Bool // the Cluster refused SPUBLISH
+	log        *slog.Logger
+	retry      *wakeRetry    // nil: failures are only logged
+	unsharded  atomic.Bool   // the Cluster refused SPUBLISH lately
+	told       atomic.Bool   // the refusal was logged
+	shardRetry time.Duration // how long wake-ups stay unsharded; 0: shardUnknownRetry
 
 	mu       sync.Mutex
 	last     time.Time // when a line was last logged
@@ -37,25 +43,40 @@ type wakeOutcome struct {
 func (w *wakeOutcome) sharded() bool { return w == nil || !w.unsharded.Load() }
 
 // failedOn logs a failed publication of a wake-up whose broadcast channel is
-// channel, and has that topic's wake-up published again. A sharded
-// publication answered MOVED is no failure: its slot moved to another master
-// (a resharding, a failover) after the entries it follows were stored, and
-// they went with it; the topic's wake-up is published again at once, and
-// nothing is logged (during a resharding that is a line every second).
+// channel, and has that topic's wake-up published again. Two failures are
+// no node in trouble, so the wake-up goes again at once: a refusal of
+// SPUBLISH itself (see turnUnsharded), and a sharded publication answered
+// MOVED, whose slot moved to another master (a resharding, a failover) after
+// the entries it follows were stored, and they went with it; a MOVED is not
+// logged either (during a resharding that was a line every second).
 func (w *wakeOutcome) failedOn(channel string, err error) {
 	switch {
 	case refusedCommand(err, "SPUBLISH"):
-		if w.unsharded.CompareAndSwap(false, true) {
-			w.log.Warn("rmq: the Redis Cluster refuses sharded pub/sub (SPUBLISH: Redis 7.0 or later, and in the user's ACL): "+
-				"wake-ups go to the topics' broadcast channels from now on", "err", err)
-		}
+		w.turnUnsharded(err)
+		w.retry.addNow(channel)
 	case redirected(err):
 		w.retry.addNow(channel)
-		return
 	default:
 		w.Complete(err)
+		w.retry.add(channel)
 	}
-	w.retry.add(channel)
+}
+
+// turnUnsharded turns sharded wake-ups off after a refusal of SPUBLISH, on
+// again after shardRetry; the first refusal is logged.
+func (w *wakeOutcome) turnUnsharded(err error) {
+	if !w.unsharded.CompareAndSwap(false, true) {
+		return
+	}
+	if w.told.CompareAndSwap(false, true) {
+		w.log.Warn("rmq: the Redis Cluster refuses sharded pub/sub (SPUBLISH: Redis 7.0 or later, and in the user's ACL): "+
+			"wake-ups go to the topics' broadcast channels, SPUBLISH tried again once a minute", "err", err)
+	}
+	after := w.shardRetry
+	if after <= 0 {
+		after = shardUnknownRetry
+	}
+	time.AfterFunc(after, func() { w.unsharded.Store(false) })
 }
 
 // refusedCommand reports whether err holds a server's refusal of the

@@ -44,13 +44,13 @@ func TestRefusedCommand(t *testing.T) {
 	assert.False(t, noPermission(ReplyError("ERR unknown command 'ssubscribe'")))
 }
 
-// A refused SPUBLISH turns sharded wake-ups off for good, logged once, and
-// still has the topic's wake-up published again; other failures (an ACL's
-// refusal of the channel) leave them on.
+// A refused SPUBLISH turns sharded wake-ups off for shardRetry, logged the
+// first time only, and still has the topic's wake-up published again, at
+// once; other failures (an ACL's refusal of the channel) leave them on.
 func TestRefusedSPublishTurnsShardedWakeUpsOff(t *testing.T) {
 	var out bytes.Buffer
 	pub := &fakePublisher{}
-	w := &wakeOutcome{log: slog.New(slog.NewTextHandler(&out, nil))}
+	w := &wakeOutcome{log: slog.New(slog.NewTextHandler(&out, nil)), shardRetry: 300 * time.Millisecond}
 	w.retry = newWakeRetry(pub.publish, w.Complete)
 	defer w.retry.close()
 
@@ -58,6 +58,7 @@ func TestRefusedSPublishTurnsShardedWakeUpsOff(t *testing.T) {
 	assert.True(t, w.sharded(), "a refusal for another reason")
 	refused := redis.NewIntCmd(context.Background(), "spublish", "ch", "x")
 	refused.SetErr(ReplyError("ERR unknown command 'spublish', with args beginning with: 'ch' 'x' "))
+	turned := time.Now()
 	w.failedOn("ns:wake:a", refused.Err())
 	w.failedOn("ns:wake:b", refused.Err())
 	assert.False(t, w.sharded())
@@ -65,7 +66,14 @@ func TestRefusedSPublishTurnsShardedWakeUpsOff(t *testing.T) {
 	require.Eventually(t, func() bool {
 		got, _, _ := pub.snapshot()
 		return len(got) == 2
-	}, 2*time.Second, 10*time.Millisecond, "both topics' wake-ups published again")
+	}, 2*time.Second, time.Millisecond, "both topics' wake-ups published again")
+	_, at, _ := pub.snapshot()
+	assert.Less(t, at[1].Sub(turned), wakeRetryAfter/2, "at once")
+	require.Eventually(t, w.sharded, 5*time.Second, 10*time.Millisecond, "SPUBLISH tried again")
+	assert.GreaterOrEqual(t, time.Since(turned), w.shardRetry)
+	w.failedOn("ns:wake:a", refused.Err())
+	assert.False(t, w.sharded(), "refused again")
+	assert.Equal(t, 1, strings.Count(out.String(), "refuses sharded pub/sub"), "logged once: %s", out.String())
 	var none *wakeOutcome
 	assert.True(t, none.sharded(), "a broker without an outcome (tests) keeps them on")
 }
