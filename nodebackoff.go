@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/internal/backoff"
+	"github.com/rmq-go/rmq/internal/rdb"
 )
 
 // nodeBackoff is how a thread backs off from a Redis node whose calls fail:
@@ -49,6 +50,25 @@ func (t *thread) heldBack(s *slotState, now time.Time) (time.Time, bool) {
 	return nb.until, true
 }
 
+// popFailed backs off after a failed pop: the slot alone while its hash
+// slot moves (see slotMoving), else its node, once per group's failure.
+func (t *thread) popFailed(call *popCall, now time.Time) {
+	c, s, err := t.sub.c, call.s, call.err
+	if rdb.SlotMoving(err) {
+		c.counters.redisErrors.Add(1)
+		t.slotMoving(s, now, err)
+		return
+	}
+	if call.counted {
+		return
+	}
+	c.counters.redisErrors.Add(1)
+	if n := t.failed(s, now); n == 1 || n%20 == 0 {
+		c.cfg.logger.Warn("rmq: pop failed; backing off from the slot's node", "topic", t.sub.topic.Name,
+			"slot", s.lease.Slot(), "failures", n, "err", err)
+	}
+}
+
 // failed records a failed call to s's node and pauses the node; it returns
 // how many calls to it failed in a row.
 func (t *thread) failed(s *slotState, now time.Time) int {
@@ -77,4 +97,33 @@ func (t *thread) recovered(s *slotState) int {
 	}
 	delete(t.down, node)
 	return nb.errs
+}
+
+// A slot whose hash slot moves between a Cluster's masters (a resharding)
+// has its pop refused for a moment, though both masters are well: a script
+// whose keys are partly on each side is answered TRYAGAIN until the move
+// completes (the cycle's keys include sets that are often empty, so do not
+// exist on either side), and a redirection may outlast go-redis's
+// MaxRedirects. Such a slot waits on its own (slotMoveBackoff) while the
+// thread serves its other slots on that node, and it is not logged as a
+// failure; only a slot refused slotMoveWarn times in a row is (about 20 s:
+// a migration left open by an interrupted resharding, which redis-cli
+// --cluster fix closes).
+var slotMoveBackoff = backoff.Exponential{Base: 10 * time.Millisecond, Max: time.Second, Jitter: true}
+
+const slotMoveWarn = 30
+
+// slotMoving records a pop of s refused while its hash slot moves, and has
+// s looked at again after its pause.
+func (t *thread) slotMoving(s *slotState, now time.Time, err error) {
+	s.moving++
+	s.next = now.Add(slotMoveBackoff.Delay(s.moving))
+	log := t.sub.c.cfg.logger
+	if s.moving%slotMoveWarn == 0 {
+		log.Warn("rmq: pop refused while the slot's hash slot moves, for a while now (a migration left open? "+
+			"redis-cli --cluster fix)", "topic", t.sub.topic.Name, "slot", s.lease.Slot(), "refusals", s.moving, "err", err)
+	} else if s.moving == 1 {
+		log.Debug("rmq: pop refused while the slot's hash slot moves; trying again soon", "topic", t.sub.topic.Name,
+			"slot", s.lease.Slot(), "err", err)
+	}
 }

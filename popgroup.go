@@ -68,7 +68,8 @@ func (t *thread) joins(s *slotState, now, horizon time.Time) bool {
 
 // runPops runs the cycles of calls, one slot's alone and a group's in one
 // pipeline, and sets each call's result and when it arrived. A failure that
-// every call of a group shares counts once towards the node's backoff.
+// every call of a group shares counts once towards the node's backoff (a
+// slot's move is its own: nodebackoff.go).
 func (t *thread) runPops(hard context.Context, calls []*popCall) {
 	if len(calls) == 1 {
 		c := calls[0]
@@ -95,7 +96,7 @@ func (t *thread) runPops(hard context.Context, calls []*popCall) {
 	}
 	for i, c := range calls {
 		c.res, c.err, c.recv = batch[i].Res, batch[i].Err, recv
-		c.counted = i > 0 && c.err != nil && calls[0].err != nil
+		c.counted = i > 0 && c.err != nil && calls[0].err != nil && !rdb.SlotMoving(calls[0].err)
 		if c.res.NowUs > 0 && !t.sub.c.multiNode {
 			// recv bounds when the last clock was read, not the earlier ones:
 			// counting from the last keeps each message's due time

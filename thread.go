@@ -57,6 +57,7 @@ type slotState struct {
 	wokeBusy time.Time
 	parked   bool      // empty: looked at again on a wake-up or after the idle sweep (idleslots.go)
 	held     []heldMsg // popped ahead of their due time, in due order (lookahead.go)
+	moving   int       // pops refused in a row while its hash slot moves (nodebackoff.go)
 }
 
 func newThread(s *subscription, index int) *thread {
@@ -352,20 +353,13 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 	t.admitted(call.admitted, len(res.Deliveries), call.probe)
 	now := call.recv
 	if err != nil {
-		if call.counted {
-			return
-		}
-		c.counters.redisErrors.Add(1)
-		if n := t.failed(s, now); n == 1 || n%20 == 0 {
-			c.cfg.logger.Warn("rmq: pop failed; backing off from the slot's node", "topic", t.sub.topic.Name,
-				"slot", s.lease.Slot(), "failures", n, "err", err)
-		}
+		t.popFailed(call, now)
 		return
 	}
 	if n := t.recovered(s); n > 0 {
 		c.cfg.logger.Info("rmq: redis reachable again", "topic", t.sub.topic.Name, "slot", s.lease.Slot(), "failures", n)
 	}
-	s.pending, s.lingering = s.pending[:0], false
+	s.pending, s.lingering, s.moving = s.pending[:0], false, 0
 	if res.Refused {
 		c.counters.fenced.Add(1)
 		c.cfg.logger.Warn("rmq: slot is held by another owner; letting it go", "topic", t.sub.topic.Name,

@@ -42,6 +42,18 @@ func redirected(err error) bool {
 	return ok
 }
 
+// SlotMoving reports whether err says that a command's hash slot is moving
+// between a Cluster's masters, both of them well: TRYAGAIN (a command on
+// several keys of a migrating slot, some already moved), or a MOVED or ASK
+// that go-redis did not follow to its end. Calling again shortly succeeds.
+func SlotMoving(err error) bool {
+	if redirected(err) {
+		return true
+	}
+	msg, ok := replyError(err)
+	return ok && strings.HasPrefix(msg, "TRYAGAIN")
+}
+
 // redirectOf returns the address a MOVED or ASK reply in err names and
 // whether it was ASK; ok is false for any other error, and for a reply whose
 // node announces no address (":port"), which the slot map's reload must then

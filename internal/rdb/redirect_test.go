@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -40,6 +41,26 @@ func TestRedirectOf(t *testing.T) {
 	assert.Equal(t, Entry{Key: "k", Node: "10.0.0.2:6379", Asking: true}, e)
 	e.redirectTo(ReplyError("CLUSTERDOWN The cluster is down"))
 	assert.Equal(t, Entry{Key: "k"}, e, "any other failure sends it by the slot map again")
+}
+
+// A slot's move shows as TRYAGAIN, MOVED or ASK (go-redis's replies are
+// proven on the server: test/reshard); a Cluster that is down, a broken connection or an error that
+// only reads like a reply are not one.
+func TestSlotMoving(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		moving bool
+	}{
+		{ReplyError("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{fmt.Errorf("rmq: pop: %w", ReplyError("MOVED 6341 127.0.0.1:7001")), true},
+		{ReplyError("ASK 6341 127.0.0.1:7001"), true},
+		{ReplyError("CLUSTERDOWN Hash slot not served"), false},
+		{errors.New("TRYAGAIN"), false},
+		{net.ErrClosed, false},
+		{nil, false},
+	} {
+		assert.Equal(t, c.moving, SlotMoving(c.err), "%v", c.err)
+	}
 }
 
 // An entry written behind ASKING keeps every reply of the write in its
