@@ -3,13 +3,11 @@ package zookeeper_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind: every
 // Run and every client's Start must end with their goroutines gone.
 func TestMain(m *testing.M) {
-	// go-redis redials a lost server from a goroutine that sleeps a second
-	// between attempts and notices a closed client only after its sleep.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	testenv.VerifyTestMain(m)
 }

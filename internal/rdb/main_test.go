@@ -3,11 +3,11 @@ package rdb
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind, such as a
 // send stream's reader after Close.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	testenv.VerifyTestMain(m)
 }

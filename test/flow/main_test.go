@@ -3,9 +3,9 @@ package flow_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	testenv.VerifyTestMain(m)
 }

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/rmq-go/rmq/internal/redislog"
+	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind (go-redis's
@@ -18,5 +18,5 @@ import (
 // after its sleep) and keeps go-redis's failed-dial lines out of the log.
 func TestMain(m *testing.M) {
 	redis.SetLogger(redislog.DialQuiet{L: log.New(os.Stderr, "redis: ", log.LstdFlags)})
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	testenv.VerifyTestMain(m)
 }
