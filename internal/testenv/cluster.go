@@ -35,7 +35,9 @@ type ClusterOptions struct {
 // PrivateCluster is a private 6-node Redis Cluster (3 masters, 3 replicas) on
 // loopback, started by StartCluster and stopped when its test ends.
 type PrivateCluster struct {
-	nodes []*RedisServer
+	nodes    []*RedisServer
+	base     string                  // the directory of the nodes' directories
+	nodeArgs func(port int) []string // a node's command line
 
 	mu     sync.Mutex
 	killed map[string]killedMaster // by address
@@ -73,21 +75,16 @@ func StartCluster(t testing.TB, opts ClusterOptions) *PrivateCluster {
 	if opts.PartialCoverage {
 		coverage = "no"
 	}
-	base := t.TempDir()
-	c := &PrivateCluster{killed: map[string]killedMaster{}}
-	for i := range 6 {
-		dir := filepath.Join(base, "node-"+strconv.Itoa(i))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		c.nodes = append(c.nodes, launchRedis(t, dir, "", func(port int) []string {
-			return append([]string{"--cluster-enabled", "yes",
-				"--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf",
-				"--cluster-node-timeout", strconv.FormatInt(opts.NodeTimeout.Milliseconds(), 10),
-				"--cluster-require-full-coverage", coverage,
-				"--cluster-announce-ip", "127.0.0.1", "--appendonly", "no",
-				"--repl-diskless-sync-delay", "0"}, opts.ExtraArgs...)
-		}, clusterPort))
+	c := &PrivateCluster{killed: map[string]killedMaster{}, base: t.TempDir(), nodeArgs: func(port int) []string {
+		return append([]string{"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf",
+			"--cluster-node-timeout", strconv.FormatInt(opts.NodeTimeout.Milliseconds(), 10),
+			"--cluster-require-full-coverage", coverage,
+			"--cluster-announce-ip", "127.0.0.1", "--appendonly", "no",
+			"--repl-diskless-sync-delay", "0"}, opts.ExtraArgs...)
+	}}
+	for range 6 {
+		c.launchNode(t)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -102,7 +99,20 @@ func StartCluster(t testing.TB, opts ClusterOptions) *PrivateCluster {
 	return c
 }
 
-// Addrs returns the addresses of all six nodes, dead or alive.
+// launchNode starts a node of the cluster, not yet part of it, in a
+// directory of its own.
+func (c *PrivateCluster) launchNode(t testing.TB) *RedisServer {
+	dir := filepath.Join(c.base, "node-"+strconv.Itoa(len(c.nodes)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := launchRedis(t, dir, "", c.nodeArgs, clusterPort)
+	c.nodes = append(c.nodes, n)
+	return n
+}
+
+// Addrs returns the addresses of all nodes (six, more once grown), dead or
+// alive.
 func (c *PrivateCluster) Addrs() []string {
 	addrs := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
@@ -193,6 +203,29 @@ func pollUntil(ctx context.Context, ready func(context.Context) error) error {
 }
 
 func (c *PrivateCluster) ready(ctx context.Context) error {
+	if err := c.nodesReady(ctx); err != nil {
+		return err
+	}
+	masters, err := c.Masters(ctx)
+	if err != nil {
+		return err
+	}
+	if len(masters) != 3 {
+		return fmt.Errorf("%d masters serve slots, not 3", len(masters))
+	}
+	for _, m := range masters {
+		if err := probeReplication(ctx, m.Addr, probeKeyIn(m)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodesReady checks that every node reports cluster_state:ok, all 16384
+// slots served and every node known, a replica for every master that serves
+// slots in its view, and, for a replica, its link to its master up.
+func (c *PrivateCluster) nodesReady(ctx context.Context) error {
+	known := "cluster_known_nodes:" + strconv.Itoa(len(c.nodes))
 	for _, n := range c.nodes {
 		var view string
 		info, err := nodeCommand(ctx, n.Addr(), func(ctx context.Context, rc *redis.Client) (string, error) {
@@ -212,25 +245,13 @@ func (c *PrivateCluster) ready(ctx context.Context) error {
 		if err := everyMasterReplicated(view); err != nil {
 			return fmt.Errorf("%s's view: %w", n.Addr(), err)
 		}
-		for _, want := range []string{"cluster_state:ok", "cluster_slots_ok:16384", "cluster_known_nodes:6"} {
+		for _, want := range []string{"cluster_state:ok", "cluster_slots_ok:16384", known} {
 			if !strings.Contains(info, want+"\r\n") {
 				return fmt.Errorf("%s: no %s yet", n.Addr(), want)
 			}
 		}
 		if strings.Contains(info, "role:slave") && !strings.Contains(info, "master_link_status:up") {
 			return fmt.Errorf("replica %s: link to its master not up yet", n.Addr())
-		}
-	}
-	masters, err := c.Masters(ctx)
-	if err != nil {
-		return err
-	}
-	if len(masters) != 3 {
-		return fmt.Errorf("%d masters serve slots, not 3", len(masters))
-	}
-	for _, m := range masters {
-		if err := probeReplication(ctx, m.Addr, probeKeyIn(m)); err != nil {
-			return err
 		}
 	}
 	return nil
