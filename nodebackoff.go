@@ -106,7 +106,7 @@ func (t *thread) recovered(s *slotState) int {
 // exist on either side), and a redirection may outlast go-redis's
 // MaxRedirects. Such a slot waits on its own (slotMoveBackoff) while the
 // thread serves its other slots on that node, and it is not logged as a
-// failure; only a slot refused slotMoveWarn times in a row is (about 20 s:
+// failure; only a slot refused slotMoveWarn times in a row is (12–24 s:
 // a migration left open by an interrupted resharding, which redis-cli
 // --cluster fix closes).
 var slotMoveBackoff = backoff.Exponential{Base: 10 * time.Millisecond, Max: time.Second, Jitter: true}

@@ -69,3 +69,36 @@ func redisCLI(ctx context.Context, args ...string) error {
 	}
 	return nil
 }
+
+// Shrink empties the master m (redis-cli --cluster rebalance with its weight
+// 0: its hash slots move to the others, keys and all) and removes it and its
+// replicas from the cluster (redis-cli --cluster del-node, which shuts each
+// down), as a team shrinks a Cluster.
+func (c *PrivateCluster) Shrink(ctx context.Context, m ClusterMaster) error {
+	nodes, err := c.view(ctx)
+	if err != nil {
+		return err
+	}
+	var entry string
+	var replicas []string // their IDs
+	for _, n := range nodes {
+		switch {
+		case n.MasterID == m.ID:
+			replicas = append(replicas, n.ID)
+		case n.ID != m.ID && n.Serves() && entry == "":
+			entry = n.Addr
+		}
+	}
+	if entry == "" {
+		return fmt.Errorf("shrink: no other master than %s", m.Addr)
+	}
+	if err := redisCLI(ctx, "--cluster", "rebalance", entry, "--cluster-weight", m.ID+"=0"); err != nil {
+		return err
+	}
+	for _, id := range append(replicas, m.ID) {
+		if err := redisCLI(ctx, "--cluster", "del-node", entry, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}

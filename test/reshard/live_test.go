@@ -120,6 +120,24 @@ func TestLiveGrowLosesNothing(t *testing.T) {
 	})
 }
 
+// TestLiveShrinkLosesNothing shrinks the Cluster by a master: its hash
+// slots move to the other two (redis-cli --cluster rebalance with its weight
+// 0, keys and all) and it and its replica leave (redis-cli --cluster
+// del-node, which shuts them down), while four producers send and two
+// workers consume (see runLive).
+func TestLiveShrinkLosesNothing(t *testing.T) {
+	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
+	ctx := context.Background()
+	masters, err := cl.Masters(ctx)
+	require.NoError(t, err)
+	gone := masters[len(masters)-1]
+	runLive(t, cl, "shrink by the master "+gone.Addr, func() {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		require.NoError(t, cl.Shrink(cctx, gone))
+	})
+}
+
 // runLive sends to a 64-slot topic on cl from four producers (Send and
 // SendBatch by turns) and consumes it with two workers of two threads, and
 // after 1.5 s runs change, the Cluster's change under load. Every call
