@@ -104,20 +104,18 @@ func (t *thread) recovered(s *slotState) int {
 // whose keys are partly on each side is answered TRYAGAIN until the move
 // completes (the cycle's keys include sets that are often empty, so do not
 // exist on either side), and a redirection may outlast go-redis's
-// MaxRedirects. Such a slot waits on its own (slotMoveBackoff) while the
+// MaxRedirects. Such a slot waits on its own (backoff.SlotMove) while the
 // thread serves its other slots on that node, and it is not logged as a
 // failure; only a slot refused slotMoveWarn times in a row is (12–24 s:
 // a migration left open by an interrupted resharding, which redis-cli
 // --cluster fix closes).
-var slotMoveBackoff = backoff.Exponential{Base: 10 * time.Millisecond, Max: time.Second, Jitter: true}
-
 const slotMoveWarn = 30
 
 // slotMoving records a pop of s refused while its hash slot moves, and has
 // s looked at again after its pause.
 func (t *thread) slotMoving(s *slotState, now time.Time, err error) {
 	s.moving++
-	s.next = now.Add(slotMoveBackoff.Delay(s.moving))
+	s.next = now.Add(backoff.SlotMove.Delay(s.moving))
 	log := t.sub.c.cfg.logger
 	if s.moving%slotMoveWarn == 0 {
 		log.Warn("rmq: pop refused while the slot's hash slot moves, for a while now (a migration left open? "+

@@ -38,3 +38,9 @@ func (e Exponential) Delay(n int) time.Duration {
 // Redis is the pause of a consumer or coordinator after n consecutive
 // failed calls to Redis or ZooKeeper: 50ms doubling to 5s, jittered.
 var Redis = Exponential{Base: 50 * time.Millisecond, Max: 5 * time.Second, Jitter: true}
+
+// SlotMove is the pause of a call refused while its Cluster hash slot moves
+// between masters (TRYAGAIN, a redirection past the client's), after n
+// refusals in a row: 10ms doubling to 1s, jittered. Both masters are well,
+// so the first pauses are short; a slot holding many messages takes a while.
+var SlotMove = Exponential{Base: 10 * time.Millisecond, Max: time.Second, Jitter: true}

@@ -8,7 +8,7 @@ import (
 
 // Cancel implements Broker.
 func (b *redisBroker) Cancel(ctx context.Context, keys SlotKeys, member []byte) (bool, error) {
-	n, err := cancelScript.Run(ctx, b.rdb, []string{keys.Store, keys.Retry}, member).Int64()
+	n, err := runOnSlot(ctx, b.rdb, cancelScript, []string{keys.Store, keys.Retry}, member).Int64()
 	return n > 0, err
 }
 
@@ -50,7 +50,7 @@ func (b *redisBroker) Requeue(ctx context.Context, keys SlotKeys, limit int, mem
 	for _, m := range members {
 		args = append(args, m)
 	}
-	return requeueScript.Run(ctx, b.rdb, []string{keys.Dead, keys.Store}, args...).Int64()
+	return runOnSlot(ctx, b.rdb, requeueScript, []string{keys.Dead, keys.Store}, args...).Int64()
 }
 
 // Purge implements Broker.

@@ -37,7 +37,7 @@ func (b *redisBroker) DeleteSlot(ctx context.Context, keys SlotKeys, force bool)
 	if force {
 		flag = "1"
 	}
-	res, err := deleteSlotScript.Run(ctx, b.rdb, []string{keys.Store, keys.Retry, keys.Prepare, keys.Dead, keys.Owner}, flag).Int64Slice()
+	res, err := runOnSlot(ctx, b.rdb, deleteSlotScript, []string{keys.Store, keys.Retry, keys.Prepare, keys.Dead, keys.Owner}, flag).Int64Slice()
 	if err != nil {
 		return false, SlotCounts{}, err
 	}

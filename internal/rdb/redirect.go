@@ -4,8 +4,12 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rmq-go/rmq/internal/backoff"
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // Redirections on a Cluster. A master that no longer serves a key's slot
@@ -52,6 +56,27 @@ func SlotMoving(err error) bool {
 	}
 	msg, ok := replyError(err)
 	return ok && strings.HasPrefix(msg, "TRYAGAIN")
+}
+
+// slotMoveWait bounds how long a call on one slot's keys waits out its hash
+// slot's move (runOnSlot).
+const slotMoveWait = 10 * time.Second
+
+// runOnSlot runs script on keys of one slot and calls again while the slot's
+// hash slot moves between masters (SlotMoving: a script whose keys are
+// partly missing is refused with TRYAGAIN on both sides until the handover),
+// pausing backoff.SlotMove, for at most slotMoveWait or until ctx ends; then
+// the refusal is returned. go-redis tries three times within some 60 ms,
+// which the move of a slot holding many messages outlasts.
+func runOnSlot(ctx context.Context, c redis.Scripter, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	deadline := time.Now().Add(slotMoveWait)
+	for n := 1; ; n++ {
+		cmd := script.Run(ctx, c, keys, args...)
+		if !SlotMoving(cmd.Err()) || ctx.Err() != nil || !time.Now().Before(deadline) {
+			return cmd
+		}
+		wait.Sleep(ctx, backoff.SlotMove.Delay(n))
+	}
 }
 
 // redirectOf returns the address a MOVED or ASK reply in err names and

@@ -154,3 +154,60 @@ func TestConsumerWaitsOutAMigratingSlot(t *testing.T) {
 	assert.Less(t, after, 3*time.Second, "the moved slot's message")
 	assert.Empty(t, warned.logged(), "logged at Warn while a slot migrated")
 }
+
+// TestCancelWaitsOutAMigratingSlot: Cancel of a message whose slot's hash
+// slot migrates (its keys on the old master, the retry set on neither) is
+// refused with TRYAGAIN until the handover; it waits that out and removes
+// the message once the slot is handed over, where go-redis alone gives up
+// after three tries within some 60 ms and returns the refusal.
+func TestCancelWaitsOutAMigratingSlot(t *testing.T) {
+	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
+	ctx := context.Background()
+	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { r.Close() })
+	c, err := rmq.New(r, rmq.WithNamespace("cancel"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 1, Type: rmq.Priority}))
+	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("doomed"), Priority: 20}))
+	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("kept"), Priority: 20}))
+
+	hashSlot := testenv.KeySlot("t:0")
+	from, to, err := cl.SlotMove(ctx, hashSlot)
+	require.NoError(t, err)
+	require.NoError(t, cl.SetSlot(ctx, to.Addr, hashSlot, "IMPORTING", from.ID))
+	require.NoError(t, cl.SetSlot(ctx, from.Addr, hashSlot, "MIGRATING", to.ID))
+	type result struct {
+		ok  bool
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		ok, err := c.Producer().Cancel(ctx, "t", []byte("doomed"), "")
+		done <- result{ok, err, time.Now()}
+	}()
+	select {
+	case res := <-done:
+		t.Fatalf("Cancel returned during the migration: %v, %v", res.ok, res.err)
+	case <-time.After(time.Second):
+	}
+	src := nodeClient(t, from.Addr)
+	host, port, _ := strings.Cut(to.Addr, ":")
+	keys, err := src.ClusterGetKeysInSlot(ctx, hashSlot, 10).Result()
+	require.NoError(t, err)
+	args := []any{"MIGRATE", host, port, "", 0, 10000, "KEYS"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	require.NoError(t, src.Do(ctx, args...).Err())
+	require.NoError(t, cl.GiveSlot(ctx, hashSlot, to))
+	handed := time.Now()
+	res := <-done
+	require.NoError(t, res.err)
+	assert.True(t, res.ok, "the message was cancelled")
+	t.Logf("Cancel returned %v after the handover", res.at.Sub(handed).Round(time.Millisecond))
+	n, err := nodeClient(t, to.Addr).ZCard(ctx, "cancel:{t:0}:store").Result()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "the other message stays")
+}
