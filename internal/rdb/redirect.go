@@ -48,8 +48,9 @@ func redirected(err error) bool {
 
 // SlotMoving reports whether err says that a command's hash slot is moving
 // between a Cluster's masters, both of them well: TRYAGAIN (a command on
-// several keys of a migrating slot, some already moved), or a MOVED or ASK
-// that go-redis did not follow to its end. Calling again shortly succeeds.
+// several keys of a migrating slot, some of them missing on the node asked),
+// or a MOVED or ASK that go-redis did not follow to its end. Calling again
+// shortly succeeds.
 func SlotMoving(err error) bool {
 	if redirected(err) {
 		return true

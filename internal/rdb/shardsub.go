@@ -33,8 +33,9 @@ import (
 // set of channels changed gets a new connection, as does one whose
 // connection failed, so a channel follows its slot through a failover or a
 // migration (looked at again within shardRecheck once a node dropped a
-// channel, or answered its SSUBSCRIBE with MOVED), and every (re)subscription is delivered, which wakes the slot:
-// wake-ups published while a channel was not followed are not lost for long.
+// channel, or answered its SSUBSCRIBE with MOVED), and every
+// (re)subscription is delivered, which wakes the slot: wake-ups published
+// while a channel was not followed are not lost for long.
 // A master that refuses SSUBSCRIBE (Redis before 7.0, an ACL) is asked again
 // only every shardUnknownRetry.
 
