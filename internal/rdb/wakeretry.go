@@ -35,6 +35,7 @@ type wakeRetry struct {
 	mu      sync.Mutex
 	pending map[string]struct{} // broadcast channels to publish on
 	armed   bool                // a run is scheduled or running
+	soon    bool                // the run after the one running comes at once (addNow)
 	timer   *time.Timer         // the scheduled run's, until it starts
 	delay   time.Duration       // before the next run
 	closed  bool
@@ -64,8 +65,9 @@ func (r *wakeRetry) add(channel string) {
 }
 
 // addNow schedules a publication on channel at once, bringing a scheduled
-// run forward: the failure was a slot's move, not a node in trouble, so
-// waiting gains nothing. A run in progress leaves it to the next.
+// run forward, or, while a run is under way, having the next follow it at
+// once: the failure was a slot's move, not a node in trouble, so waiting
+// gains nothing.
 func (r *wakeRetry) addNow(channel string) {
 	if r == nil || channel == "" {
 		return
@@ -76,11 +78,14 @@ func (r *wakeRetry) addNow(channel string) {
 		return
 	}
 	r.pending[channel] = struct{}{}
-	if r.timer != nil && r.timer.Stop() {
+	switch {
+	case r.timer != nil && r.timer.Stop():
 		r.timer = time.AfterFunc(0, r.run) // the stopped run's place in r.runs
-		return
+	case r.armed && r.timer == nil:
+		r.soon = true // a run is under way: the next follows it at once
+	default:
+		r.arm(0)
 	}
-	r.arm(0)
 }
 
 // arm schedules a run after delay unless one is scheduled or running; r.mu
@@ -132,7 +137,11 @@ func (r *wakeRetry) run() {
 		}
 		r.delay = min(2*r.delay, wakeRetryMax)
 	}
-	r.arm(r.delay)
+	delay := r.delay
+	if r.soon {
+		delay, r.soon = 0, false
+	}
+	r.arm(delay)
 }
 
 // close drops what is pending and a scheduled run, and waits for a run in

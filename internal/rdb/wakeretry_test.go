@@ -112,3 +112,37 @@ func TestWakeRetryAddNowBringsTheRunForward(t *testing.T) {
 	got, _, _ = f.snapshot()
 	assert.Len(t, got, 3, "nothing more: %v", got)
 }
+
+// A publication added "now" while a run is under way comes right after it,
+// not after the delay.
+func TestWakeRetryAddNowDuringARunFollowsIt(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	var at []time.Time
+	publish := func(ctx context.Context, channel string) error {
+		if channel == "ns:wake:slow" {
+			<-release
+		}
+		mu.Lock()
+		got, at = append(got, channel), append(at, time.Now())
+		mu.Unlock()
+		return nil
+	}
+	r := newWakeRetry(publish, func(error) {})
+	defer r.close()
+	r.addNow("ns:wake:slow")
+	time.Sleep(20 * time.Millisecond) // the run is under way, held in its publication
+	r.addNow("ns:wake:b")
+	released := time.Now()
+	close(release)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 2
+	}, 5*time.Second, time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"ns:wake:slow", "ns:wake:b"}, got)
+	assert.Less(t, at[1].Sub(released), wakeRetryAfter/2, "the next run followed at once")
+}
