@@ -101,7 +101,8 @@ func TestLiveReshardLosesNothing(t *testing.T) {
 // --cluster rebalance --cluster-use-empty-masters: about 4,096 hash slots
 // move to the new master from the other three, keys and all), while four
 // producers send and two workers consume, all started before the new master
-// existed (see runLive).
+// existed (see runLive). The producers wait for a replica's acknowledgement
+// of each message (WithReplicaAck), the new master's too.
 func TestLiveGrowLosesNothing(t *testing.T) {
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	runLive(t, cl, "growth by a master and rebalance", func() {
@@ -117,7 +118,7 @@ func TestLiveGrowLosesNothing(t *testing.T) {
 			}
 		}
 		t.Fatalf("the new master %s serves no hash slot after the rebalance", m.Addr)
-	})
+	}, rmq.WithReplicaAck(1, time.Second))
 }
 
 // TestLiveShrinkLosesNothing shrinks the Cluster by a master: its hash
@@ -139,7 +140,7 @@ func TestLiveShrinkLosesNothing(t *testing.T) {
 }
 
 // runLive sends to a 64-slot topic on cl from four producers (Send and
-// SendBatch by turns) and consumes it with two workers of two threads, and
+// SendBatch by turns, through a client with producerOpts) and consumes it with two workers of two threads, and
 // after 1.5 s runs change, the Cluster's change under load. Every call
 // returns nil, every message acknowledged is delivered, no two listeners
 // ever hold one slot at once, and nothing is logged at Warn or above (a
@@ -147,17 +148,17 @@ func TestLiveShrinkLosesNothing(t *testing.T) {
 // duplicates are allowed, and counted, and the longest pause of a moved
 // slot's deliveries from the change on is printed beside that of the other
 // slots.
-func runLive(t *testing.T, cl *testenv.PrivateCluster, what string, change func()) {
+func runLive(t *testing.T, cl *testenv.PrivateCluster, what string, change func(), producerOpts ...rmq.Option) {
 	ctx := context.Background()
 	l := &ledger{acked: map[string]bool{}, delivered: map[string]int{}, sendErrs: map[string]int{}}
-	newClient := func() *rmq.Client {
+	newClient := func(opts ...rmq.Option) *rmq.Client {
 		r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
 		t.Cleanup(func() { r.Close() })
-		c, err := rmq.New(r, rmq.WithNamespace("live"), rmq.WithLogger(slog.New(&l.warned)))
+		c, err := rmq.New(r, append([]rmq.Option{rmq.WithNamespace("live"), rmq.WithLogger(slog.New(&l.warned))}, opts...)...)
 		require.NoError(t, err)
 		return c
 	}
-	producer := newClient()
+	producer := newClient(producerOpts...)
 	t.Cleanup(func() { _ = producer.Close(context.Background()) })
 	require.NoError(t, producer.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: liveSlots, Type: rmq.Priority}))
 	for range 2 {
