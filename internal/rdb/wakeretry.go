@@ -50,25 +50,19 @@ func newWakeRetry(publish func(ctx context.Context, channel string) error, faile
 		delay: wakeRetryAfter, ctx: ctx, cancel: cancel}
 }
 
-// add schedules a publication on channel, a topic's broadcast channel.
-func (r *wakeRetry) add(channel string) {
-	if r == nil || channel == "" {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	r.pending[channel] = struct{}{}
-	r.arm(r.delay)
-}
+// add schedules a publication on channel, a topic's broadcast channel,
+// after the current delay.
+func (r *wakeRetry) add(channel string) { r.schedule(channel, false) }
 
 // addNow schedules a publication on channel at once, bringing a scheduled
 // run forward, or, while a run is under way, having the next follow it at
 // once: the failure was a slot's move, not a node in trouble, so waiting
 // gains nothing.
-func (r *wakeRetry) addNow(channel string) {
+func (r *wakeRetry) addNow(channel string) { r.schedule(channel, true) }
+
+// schedule adds channel to the pending publications and arms a run: after
+// the delay, or at once if now is set (see add, addNow).
+func (r *wakeRetry) schedule(channel string, now bool) {
 	if r == nil || channel == "" {
 		return
 	}
@@ -79,6 +73,8 @@ func (r *wakeRetry) addNow(channel string) {
 	}
 	r.pending[channel] = struct{}{}
 	switch {
+	case !now:
+		r.arm(r.delay)
 	case r.timer != nil && r.timer.Stop():
 		r.timer = time.AfterFunc(0, r.run) // the stopped run's place in r.runs
 	case r.armed && r.timer == nil:
