@@ -3,6 +3,8 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -58,4 +60,46 @@ func (c *PrivateCluster) SetSlot(ctx context.Context, addr string, hashSlot int,
 		return fmt.Errorf("CLUSTER SETSLOT %d %v on %s: %w", hashSlot, args, addr, err)
 	}
 	return nil
+}
+
+// StartMigration sets hashSlot migrating from the master from to the master
+// to, as redis-cli --cluster reshard does before it moves the keys: CLUSTER
+// SETSLOT … IMPORTING on to, then MIGRATING on from.
+func (c *PrivateCluster) StartMigration(ctx context.Context, hashSlot int, from, to ClusterMaster) error {
+	if err := c.SetSlot(ctx, to.Addr, hashSlot, "IMPORTING", from.ID); err != nil {
+		return err
+	}
+	return c.SetSlot(ctx, from.Addr, hashSlot, "MIGRATING", to.ID)
+}
+
+// FinishMigration moves the keys of hashSlot, migrating (StartMigration),
+// from from to to with MIGRATE, ten keys a call as redis-cli does, and then
+// hands the slot to to (GiveSlot). It returns how long the MIGRATE calls
+// took together and how many keys they moved.
+func (c *PrivateCluster) FinishMigration(ctx context.Context, hashSlot int, from, to ClusterMaster) (time.Duration, int, error) {
+	src := redis.NewClient(&redis.Options{Addr: from.Addr})
+	defer src.Close()
+	host, port, _ := strings.Cut(to.Addr, ":")
+	var took time.Duration
+	moved := 0
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, hashSlot, 10).Result()
+		if err != nil {
+			return took, moved, err
+		}
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 60000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		start := time.Now()
+		if err := src.Do(ctx, args...).Err(); err != nil {
+			return took, moved, fmt.Errorf("MIGRATE %v from %s: %w", keys, from.Addr, err)
+		}
+		took += time.Since(start)
+		moved += len(keys)
+	}
+	return took, moved, c.GiveSlot(ctx, hashSlot, to)
 }

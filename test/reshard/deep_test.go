@@ -4,13 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -63,11 +61,7 @@ func TestDeepSlotMovesWhileConsumed(t *testing.T) {
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
 	var warned warnings
-	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
-	t.Cleanup(func() { r.Close() })
-	c, err := rmq.New(r, rmq.WithNamespace("deep"), rmq.WithLogger(slog.New(&warned)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	c := newClient(t, cl, "deep", rmq.WithLogger(slog.New(&warned)))
 	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 1, Type: rmq.Priority}))
 
 	filled := time.Now()
@@ -105,14 +99,7 @@ func TestDeepSlotMovesWhileConsumed(t *testing.T) {
 		}
 		return nil
 	})))
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		assert.NoError(t, c.Close(cctx))
-		assert.NoError(t, <-done)
-	})
+	start(t, c)
 	require.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -127,28 +114,9 @@ func TestDeepSlotMovesWhileConsumed(t *testing.T) {
 	before := len(seen)
 	mu.Unlock()
 	moveStart := time.Now()
-	require.NoError(t, cl.SetSlot(ctx, to.Addr, hashSlot, "IMPORTING", from.ID))
-	require.NoError(t, cl.SetSlot(ctx, from.Addr, hashSlot, "MIGRATING", to.ID))
-	src := nodeClient(t, from.Addr)
-	host, port, _ := strings.Cut(to.Addr, ":")
-	var migrate time.Duration
-	keys := 0
-	for {
-		ks, err := src.ClusterGetKeysInSlot(ctx, hashSlot, 10).Result()
-		require.NoError(t, err)
-		if len(ks) == 0 {
-			break
-		}
-		args := []any{"MIGRATE", host, port, "", 0, 60000, "KEYS"}
-		for _, k := range ks {
-			args = append(args, k)
-		}
-		start := time.Now()
-		require.NoError(t, src.Do(ctx, args...).Err(), "MIGRATE %v", ks)
-		migrate += time.Since(start)
-		keys += len(ks)
-	}
-	require.NoError(t, cl.GiveSlot(ctx, hashSlot, to))
+	require.NoError(t, cl.StartMigration(ctx, hashSlot, from, to))
+	migrate, keys, err := cl.FinishMigration(ctx, hashSlot, from, to)
+	require.NoError(t, err)
 	moved := time.Since(moveStart)
 	time.Sleep(200 * time.Millisecond)
 	p.stop()

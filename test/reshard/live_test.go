@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -140,8 +139,8 @@ func TestLiveShrinkLosesNothing(t *testing.T) {
 }
 
 // runLive sends to a 64-slot topic on cl from four producers (Send and
-// SendBatch by turns, through a client with producerOpts) and consumes it with two workers of two threads, and
-// after 1.5 s runs change, the Cluster's change under load. Every call
+// SendBatch by turns, through a client with producerOpts) and consumes it
+// with two workers of two threads, and after 1.5 s runs change, the Cluster's change under load. Every call
 // returns nil, every message acknowledged is delivered, no two listeners
 // ever hold one slot at once, and nothing is logged at Warn or above (a
 // slot's move is no failure: wake-ups and subscriptions follow it);
@@ -151,27 +150,13 @@ func TestLiveShrinkLosesNothing(t *testing.T) {
 func runLive(t *testing.T, cl *testenv.PrivateCluster, what string, change func(), producerOpts ...rmq.Option) {
 	ctx := context.Background()
 	l := &ledger{acked: map[string]bool{}, delivered: map[string]int{}, sendErrs: map[string]int{}}
-	newClient := func(opts ...rmq.Option) *rmq.Client {
-		r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
-		t.Cleanup(func() { r.Close() })
-		c, err := rmq.New(r, append([]rmq.Option{rmq.WithNamespace("live"), rmq.WithLogger(slog.New(&l.warned))}, opts...)...)
-		require.NoError(t, err)
-		return c
-	}
-	producer := newClient(producerOpts...)
-	t.Cleanup(func() { _ = producer.Close(context.Background()) })
+	logger := rmq.WithLogger(slog.New(&l.warned))
+	producer := newClient(t, cl, "live", append([]rmq.Option{logger}, producerOpts...)...)
 	require.NoError(t, producer.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: liveSlots, Type: rmq.Priority}))
 	for range 2 {
-		w := newClient()
+		w := newClient(t, cl, "live", logger)
 		require.NoError(t, w.Subscribe("t", l.listener(), rmq.WithThreads(2)))
-		done := make(chan error, 1)
-		go func() { done <- w.Start(ctx) }()
-		t.Cleanup(func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			assert.NoError(t, w.Close(cctx))
-			assert.NoError(t, <-done)
-		})
+		start(t, w)
 	}
 	before := topicMasters(t, cl)
 

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -47,11 +46,7 @@ func TestConsumerWaitsOutAMigratingSlot(t *testing.T) {
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
 	var warned warnings
-	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
-	t.Cleanup(func() { r.Close() })
-	c, err := rmq.New(r, rmq.WithNamespace("migrating"), rmq.WithLogger(slog.New(&warned)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	c := newClient(t, cl, "migrating", rmq.WithLogger(slog.New(&warned)))
 	const slots = 16
 	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: slots, Type: rmq.Priority}))
 
@@ -77,14 +72,7 @@ func TestConsumerWaitsOutAMigratingSlot(t *testing.T) {
 		got <- string(m.Content)
 		return nil
 	}), rmq.WithThreads(1)))
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		assert.NoError(t, c.Close(cctx))
-		assert.NoError(t, <-done)
-	})
+	start(t, c)
 	send := func(content string, slot int) {
 		t.Helper()
 		mu.Lock()
@@ -110,8 +98,7 @@ func TestConsumerWaitsOutAMigratingSlot(t *testing.T) {
 	send("warm", 0) // the slot's keys exist on the old master, and a consumer holds it
 	await("warm", 10*time.Second)
 
-	require.NoError(t, cl.SetSlot(ctx, to.Addr, hashSlot, "IMPORTING", from.ID))
-	require.NoError(t, cl.SetSlot(ctx, from.Addr, hashSlot, "MIGRATING", to.ID))
+	require.NoError(t, cl.StartMigration(ctx, hashSlot, from, to))
 	send("moved", 0)
 	held := time.Now()
 	for i := 0; time.Since(held) < migratingHold; i++ {
@@ -120,21 +107,8 @@ func TestConsumerWaitsOutAMigratingSlot(t *testing.T) {
 		await(content, 5*time.Second)
 		time.Sleep(100 * time.Millisecond)
 	}
-	src := nodeClient(t, from.Addr)
-	host, port, _ := strings.Cut(to.Addr, ":")
-	for {
-		keys, err := src.ClusterGetKeysInSlot(ctx, hashSlot, 10).Result()
-		require.NoError(t, err)
-		if len(keys) == 0 {
-			break
-		}
-		args := []any{"MIGRATE", host, port, "", 0, 10000, "KEYS"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		require.NoError(t, src.Do(ctx, args...).Err())
-	}
-	require.NoError(t, cl.GiveSlot(ctx, hashSlot, to))
+	_, _, err = cl.FinishMigration(ctx, hashSlot, from, to)
+	require.NoError(t, err)
 	handed := time.Now()
 	await("moved", 10*time.Second)
 	after := time.Since(handed)
@@ -163,11 +137,7 @@ func TestConsumerWaitsOutAMigratingSlot(t *testing.T) {
 func TestCancelWaitsOutAMigratingSlot(t *testing.T) {
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
-	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
-	t.Cleanup(func() { r.Close() })
-	c, err := rmq.New(r, rmq.WithNamespace("cancel"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	c := newClient(t, cl, "cancel")
 	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 1, Type: rmq.Priority}))
 	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("doomed"), Priority: 20}))
 	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("kept"), Priority: 20}))
@@ -175,8 +145,7 @@ func TestCancelWaitsOutAMigratingSlot(t *testing.T) {
 	hashSlot := testenv.KeySlot("t:0")
 	from, to, err := cl.SlotMove(ctx, hashSlot)
 	require.NoError(t, err)
-	require.NoError(t, cl.SetSlot(ctx, to.Addr, hashSlot, "IMPORTING", from.ID))
-	require.NoError(t, cl.SetSlot(ctx, from.Addr, hashSlot, "MIGRATING", to.ID))
+	require.NoError(t, cl.StartMigration(ctx, hashSlot, from, to))
 	type result struct {
 		ok  bool
 		err error
@@ -192,16 +161,8 @@ func TestCancelWaitsOutAMigratingSlot(t *testing.T) {
 		t.Fatalf("Cancel returned during the migration: %v, %v", res.ok, res.err)
 	case <-time.After(time.Second):
 	}
-	src := nodeClient(t, from.Addr)
-	host, port, _ := strings.Cut(to.Addr, ":")
-	keys, err := src.ClusterGetKeysInSlot(ctx, hashSlot, 10).Result()
+	_, _, err = cl.FinishMigration(ctx, hashSlot, from, to)
 	require.NoError(t, err)
-	args := []any{"MIGRATE", host, port, "", 0, 10000, "KEYS"}
-	for _, k := range keys {
-		args = append(args, k)
-	}
-	require.NoError(t, src.Do(ctx, args...).Err())
-	require.NoError(t, cl.GiveSlot(ctx, hashSlot, to))
 	handed := time.Now()
 	res := <-done
 	require.NoError(t, res.err)

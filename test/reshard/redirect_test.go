@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq"
@@ -24,18 +23,13 @@ import (
 func TestSendFollowsAskAndMoved(t *testing.T) {
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
-	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
-	t.Cleanup(func() { r.Close() })
-	c, err := rmq.New(r, rmq.WithNamespace("redirect"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	c := newClient(t, cl, "redirect")
 	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 1, Type: rmq.Priority}))
 
 	hashSlot := testenv.KeySlot("t:0") // the slot's keys are "<ns>:{t:0}:…"
 	from, to, err := cl.SlotMove(ctx, hashSlot)
 	require.NoError(t, err)
-	require.NoError(t, cl.SetSlot(ctx, to.Addr, hashSlot, "IMPORTING", from.ID))
-	require.NoError(t, cl.SetSlot(ctx, from.Addr, hashSlot, "MIGRATING", to.ID))
+	require.NoError(t, cl.StartMigration(ctx, hashSlot, from, to))
 
 	send := func(content string, batch bool) {
 		t.Helper()
@@ -68,14 +62,7 @@ func TestSendFollowsAskAndMoved(t *testing.T) {
 		got <- string(m.Content)
 		return nil
 	})))
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, c.Close(cctx))
-		require.NoError(t, <-done)
-	})
+	start(t, c)
 	seen := map[string]bool{}
 	for len(seen) < 4 {
 		select {
@@ -85,11 +72,4 @@ func TestSendFollowsAskAndMoved(t *testing.T) {
 			t.Fatalf("consumed %v of 4", seen)
 		}
 	}
-}
-
-// nodeClient returns a client of the node at addr, closed when t ends.
-func nodeClient(t *testing.T, addr string) *redis.Client {
-	n := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { n.Close() })
-	return n
 }
