@@ -53,14 +53,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rmq-go/rmq/internal/redislog"
 )
@@ -69,7 +66,7 @@ import (
 // go-redis's line for each failed dial is left out: the subcommands report
 // an unreachable Redis themselves.
 func main() {
-	redis.SetLogger(redislog.DialQuiet{L: log.New(os.Stderr, "redis: ", log.LstdFlags)})
+	redislog.Install()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

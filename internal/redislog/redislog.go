@@ -8,8 +8,17 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
+
+// Install makes a DialQuiet that writes to standard error, each line
+// prefixed "redis: ", go-redis's logger.
+func Install() {
+	redis.SetLogger(DialQuiet{L: log.New(os.Stderr, "redis: ", log.LstdFlags)})
+}
 
 // DialQuiet logs what go-redis says to L, but for failed dials. Install it
 // with redis.SetLogger.

@@ -3,11 +3,7 @@
 package reshard_test
 
 import (
-	"log"
-	"os"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rmq-go/rmq/internal/redislog"
 	"github.com/rmq-go/rmq/internal/testenv"
@@ -17,6 +13,6 @@ import (
 // redial of a lost connection aside, which notices a closed client only
 // after its sleep) and keeps go-redis's failed-dial lines out of the log.
 func TestMain(m *testing.M) {
-	redis.SetLogger(redislog.DialQuiet{L: log.New(os.Stderr, "redis: ", log.LstdFlags)})
+	redislog.Install()
 	testenv.VerifyTestMain(m)
 }
