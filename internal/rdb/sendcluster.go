@@ -35,9 +35,12 @@ type sendCluster struct {
 
 	timer wakeTimer // brings the writer back for held wake-ups
 
-	// The writer's buffers.
+	// The writer's.
 	groups map[*sendStream][]*request
 	order  []*sendStream
+	pruned time.Time // when idle streams were last looked for (pruneIdle)
+
+	idleDrop time.Duration // streamIdleDrop; shorter in tests
 }
 
 // clusterSpinPolls is the polling budget of a Cluster stream's reader (see
@@ -58,7 +61,7 @@ func newSendCluster(client *redis.ClusterClient, ack ReplicaAck, wakes *wakeOutc
 		return nil
 	}
 	return &sendCluster{client: client, topo: topologyOf(client), ack: ack, wakes: wakes, retries: clusterRetries(o),
-		streams: make(map[string]*sendStream), groups: make(map[*sendStream][]*request)}
+		streams: make(map[string]*sendStream), groups: make(map[*sendStream][]*request), idleDrop: streamIdleDrop}
 }
 
 // write implements strategy: each request to its master's stream, then the
@@ -81,14 +84,17 @@ func (c *sendCluster) write(batch []*request) {
 		}
 		c.groups[s] = append(c.groups[s], r)
 	}
+	now := time.Now()
 	for _, s := range c.order {
 		s.write(c.groups[s])
+		s.lastWrite = now
 		clear(c.groups[s])
 		c.groups[s] = c.groups[s][:0]
 	}
 	if c.flushWakes(false) {
 		c.timer.arm()
 	}
+	c.pruneIdle(now)
 }
 
 // flushWakes publishes the held wake-ups of every stream that are due (all
@@ -141,9 +147,39 @@ func (c *sendCluster) streamFor(ctx context.Context, e *Entry) (*sendStream, err
 			return nil, errNoStream
 		}
 		s.holding, s.spin, s.sharded = new(heldWakes), clusterSpinPolls, true
+		s.lastWrite = time.Now()
 		c.streams[opt.Addr] = s
 	}
 	return s, nil
+}
+
+// streamIdleDrop is how long a master's stream may go without a write
+// before the writer closes and forgets it: the master left the Cluster, or
+// gave all its slots away (a shrink, a resharding), or only served keys no
+// longer sent to. A later write to that master makes a new stream.
+const streamIdleDrop = 5 * time.Minute
+
+// pruneIdle closes and forgets the streams idle for streamIdleDrop with
+// nothing in flight or held; it looks at most every streamIdleDrop/5. The
+// writer calls it, so no stream it drops is in use.
+func (c *sendCluster) pruneIdle(now time.Time) {
+	if now.Sub(c.pruned) < c.idleDrop/5 {
+		return
+	}
+	c.pruned = now
+	var idle []*sendStream
+	c.mu.Lock()
+	for addr, s := range c.streams {
+		if now.Sub(s.lastWrite) >= c.idleDrop && !s.inFlight() && s.holding.since.IsZero() {
+			delete(c.streams, addr)
+			delete(c.groups, s)
+			idle = append(idle, s)
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range idle {
+		s.close(context.Background()) // nothing in flight: at once
+	}
 }
 
 // duplex implements strategy.

@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,4 +101,71 @@ func atoi(t *testing.T, s string) int {
 	n, err := strconv.Atoi(s)
 	require.NoError(t, err)
 	return n
+}
+
+// TestClusterDropsIdleStreams: a master's send stream that took no write for
+// the idle time is closed and forgotten at a later write to another master
+// (a master removed from the Cluster keeps no stream), and a write to that
+// master afterwards makes a new stream and stores its entry.
+func TestClusterDropsIdleStreams(t *testing.T) {
+	b := testenv.Cluster(t)
+	br, ks, _ := sendBroker(t, b, true)
+	rb := br.(*redisBroker)
+	c := rb.send.strategy.(*sendCluster)
+	c.idleDrop = 300 * time.Millisecond
+	ctx := context.Background()
+
+	keys := map[string]string{} // a store key per master address
+	for slot := 0; len(keys) < 3 && slot < 256; slot++ {
+		k := ks.Slot("t", slot)
+		if node := rb.Node(k); node != "" && keys[node] == "" {
+			keys[node] = k.Store
+		}
+	}
+	require.Len(t, keys, 3, "a key on each master")
+	streams := func() map[string]*sendStream {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return maps.Clone(c.streams)
+	}
+	send := func(key, member string) {
+		t.Helper()
+		require.NoError(t, br.Send(ctx, Entry{Key: key, Score: 1, Member: []byte(member)}))
+	}
+	for _, key := range keys {
+		send(key, "first")
+	}
+	before := streams()
+	require.Len(t, before, 3)
+
+	time.Sleep(2 * c.idleDrop)
+	var kept string
+	for addr, key := range keys {
+		kept = addr
+		send(key, "second")
+		break
+	}
+	after := streams()
+	assert.Len(t, after, 1, "the two idle streams are dropped")
+	assert.Same(t, before[kept], after[kept], "the stream written to stays")
+	for addr, s := range before {
+		if addr == kept {
+			continue
+		}
+		s.mu.Lock()
+		closed, cn := s.closed, s.conn
+		s.mu.Unlock()
+		assert.True(t, closed, "%s: the dropped stream is closed", addr)
+		require.NotNil(t, cn)
+		cn.mu.Lock()
+		cnErr := cn.err
+		cn.mu.Unlock()
+		assert.ErrorIs(t, cnErr, ErrClosed, "%s: its connection is closed", addr)
+
+		send(keys[addr], "third")
+		now := streams()
+		assert.NotSame(t, s, now[addr], "%s: a new stream", addr)
+		_, err := b.Redis.ZScore(ctx, keys[addr], "third").Result()
+		assert.NoError(t, err, "%s: the entry sent through the new stream is stored", addr)
+	}
 }

@@ -57,6 +57,9 @@ type sendStream struct {
 	sharded bool        // wake-ups go to sharded channels (a Cluster's master)
 	spin    int         // the reader's polls before parking (spinread.go)
 	lastAck *ackGroup   // the last write's wait for replicas (see writeCommands)
+	// lastWrite is when the writer last gave a Cluster's stream requests
+	// (sendCluster.pruneIdle).
+	lastWrite time.Time
 }
 
 // newSendStream returns the stream of the node that client talks to, or nil
