@@ -28,19 +28,35 @@ const wakeLogEvery = time.Second
 // changed), at the cost of one write's wake-ups a minute where it is still
 // refused.
 type wakeOutcome struct {
-	log        *slog.Logger
-	retry      *wakeRetry    // nil: failures are only logged
-	unsharded  atomic.Bool   // the Cluster refused SPUBLISH lately
-	told       atomic.Bool   // the refusal was logged
-	shardRetry time.Duration // how long wake-ups stay unsharded; 0: shardUnknownRetry
+	log   *slog.Logger
+	retry *wakeRetry // nil: failures are only logged
+	// unshardedTill: until when (Unix ns) wake-ups go unsharded after the
+	// Cluster refused SPUBLISH; 0 while they go sharded.
+	unshardedTill atomic.Int64
+	told          atomic.Bool   // the refusal was logged
+	shardRetry    time.Duration // how long wake-ups stay unsharded; 0: shardUnknownRetry
 
 	mu       sync.Mutex
 	last     time.Time // when a line was last logged
 	unlogged int
 }
 
-// sharded reports whether wake-ups may still go to sharded channels.
-func (w *wakeOutcome) sharded() bool { return w == nil || !w.unsharded.Load() }
+// sharded reports whether wake-ups may go to sharded channels: always,
+// unless the Cluster refused SPUBLISH less than shardRetry ago.
+func (w *wakeOutcome) sharded() bool {
+	if w == nil {
+		return true
+	}
+	till := w.unshardedTill.Load()
+	if till == 0 {
+		return true
+	}
+	if time.Now().UnixNano() < till {
+		return false
+	}
+	w.unshardedTill.CompareAndSwap(till, 0)
+	return true
+}
 
 // failedOn logs a failed publication of a wake-up whose broadcast channel is
 // channel, and has that topic's wake-up published again. Two failures are
@@ -62,21 +78,25 @@ func (w *wakeOutcome) failedOn(channel string, err error) {
 	}
 }
 
-// turnUnsharded turns sharded wake-ups off after a refusal of SPUBLISH, on
-// again after shardRetry; the first refusal is logged.
+// turnUnsharded turns sharded wake-ups off after a refusal of SPUBLISH, for
+// shardRetry (no timer: sharded looks at the time); the first refusal is
+// logged. A refusal while they are off (a publication written before) does
+// not put the next try back.
 func (w *wakeOutcome) turnUnsharded(err error) {
-	if !w.unsharded.CompareAndSwap(false, true) {
+	if !w.sharded() {
 		return
-	}
-	if w.told.CompareAndSwap(false, true) {
-		w.log.Warn("rmq: the Redis Cluster refuses sharded pub/sub (SPUBLISH: Redis 7.0 or later, and in the user's ACL): "+
-			"wake-ups go to the topics' broadcast channels, SPUBLISH tried again once a minute", "err", err)
 	}
 	after := w.shardRetry
 	if after <= 0 {
 		after = shardUnknownRetry
 	}
-	time.AfterFunc(after, func() { w.unsharded.Store(false) })
+	if !w.unshardedTill.CompareAndSwap(0, time.Now().Add(after).UnixNano()) {
+		return // another refusal turned them off meanwhile
+	}
+	if w.told.CompareAndSwap(false, true) {
+		w.log.Warn("rmq: the Redis Cluster refuses sharded pub/sub (SPUBLISH: Redis 7.0 or later, and in the user's ACL): "+
+			"wake-ups go to the topics' broadcast channels, SPUBLISH tried again once a minute", "err", err)
+	}
 }
 
 // refusedCommand reports whether err holds a server's refusal of the
