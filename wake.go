@@ -89,10 +89,11 @@ func (w *wakeListener) run(ctx context.Context) {
 }
 
 // wakeSlots routes a payload "slot:dueMs,slot:dueMs,…" to the slots' threads;
-// an item "*" (rdb.WakeAll: a failed wake-up published again) wakes them all.
+// an item "*" (rdb.WakeAll: the failed wake-ups of many slots, published
+// again) wakes them all.
 func (s *subscription) wakeSlots(payload string) {
 	for item := range strings.SplitSeq(payload, ",") {
-		if item == rdb.WakeAll { // a failed wake-up published again
+		if item == rdb.WakeAll { // failed wake-ups published again
 			s.wakeAll()
 			continue
 		}

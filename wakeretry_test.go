@@ -55,19 +55,31 @@ func TestFailedWakeUpIsPublishedAgain(t *testing.T) {
 		calls := rec.snapshot()
 		assert.Equal(t, content, calls[len(calls)-1].content)
 	}
+	// The wake-up published again names the message's slot, not every slot.
+	watch := b.Redis.Subscribe(ctx, c.Namespace()+":wake:retried")
+	defer watch.Close()
+	_, err := watch.Receive(ctx)
+	require.NoError(t, err)
 	require.NoError(t, p.Producer().Send(ctx, rmq.PriorityMessage{Topic: "retried", Content: []byte("sent"), Priority: 20}))
 	expect("sent")
+	select {
+	case m := <-watch.Channel():
+		assert.Regexp(t, `^[0-7]:[0-9]+$`, m.Payload, "the slot the failed wake-up named, with its due time")
+	case <-time.After(time.Second):
+		t.Fatal("no wake-up on the broadcast channel")
+	}
 	require.NoError(t, p.Producer().SendBatch(ctx, rmq.PriorityMessage{Topic: "retried", Content: []byte("batched"), Priority: 20}))
 	expect("batched")
 
 	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "retried", Content: []byte("doomed"), Priority: 20}))
+	var n int64
 	eventually(t, 10*time.Second, "doomed is dead", func() bool { return stats(t, c, "retried").Dead == 1 })
 	healthy.Store(true)
 	time.Sleep(300 * time.Millisecond) // its slot has parked
 	for len(rec.seen) > 0 {
 		<-rec.seen
 	}
-	n, err := p.RequeueDead(ctx, "retried")
+	n, err = p.RequeueDead(ctx, "retried")
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 	expect("doomed")

@@ -169,8 +169,8 @@ func New(rdb redis.UniversalClient, keys Keyspace, opts ...Option) Broker {
 		opt(&o)
 	}
 	wakes := &wakeOutcome{log: o.log}
-	wakes.retry = newWakeRetry(func(ctx context.Context, channel string) error {
-		return rdb.Publish(ctx, channel, WakeAll).Err()
+	wakes.retry = newWakeRetry(func(ctx context.Context, channel string, payload []byte) error {
+		return rdb.Publish(ctx, channel, payload).Err()
 	}, wakes.Complete)
 	b := &redisBroker{rdb: rdb, keys: keys, topo: topologyOf(rdb), counts: o.counts, log: o.log,
 		wakes: wakes, ack: o.ack}

@@ -16,7 +16,7 @@ func (b *redisBroker) ShardedWakes() bool { return b.topo != nil }
 func (b *redisBroker) PublishWake(ctx context.Context, p Publication) error {
 	err := b.publish(ctx, b.rdb, p).Err()
 	if err != nil {
-		b.wakes.failedOn(p.Channel, err)
+		b.wakes.failedOn(p.Channel, p.Payload, err)
 	}
 	return err
 }

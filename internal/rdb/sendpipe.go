@@ -196,7 +196,7 @@ func (b *redisBroker) storeOn(ctx context.Context, client pipeliner, entries []E
 			if pubErr == nil {
 				pubErr = err
 			}
-			b.wakes.failedOn(pubs[i].Channel, err)
+			b.wakes.failedOn(pubs[i].Channel, pubs[i].Payload, err)
 		}
 	}
 	return errs, pubErr

@@ -35,10 +35,10 @@ type sendStream struct {
 	opt     *redis.Options
 	retries retryPolicy  // the go-redis client's
 	pubDone *wakeOutcome // the outcome of every wake-up publication
-	// pubOutcomes: a Completer per topic's broadcast channel, for the
-	// publications of its wake-ups (used by the writer alone).
-	pubOutcomes map[string]Completer
-	ack         ReplicaAck // each write waits for replicas after its entries
+	// pubTo, if set, returns the Completer of a publication in place of
+	// pubDone's (tests).
+	pubTo func(*Publication) Completer
+	ack   ReplicaAck // each write waits for replicas after its entries
 
 	mu     sync.Mutex
 	conn   *streamConn // nil until dialled
@@ -150,7 +150,11 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 		all = append(all, g) // the WAIT
 	}
 	for i := range pubs {
-		all = append(all, s.pubOutcome(pubs[i].Channel))
+		if s.pubTo != nil {
+			all = append(all, s.pubTo(&pubs[i]))
+		} else {
+			all = append(all, s.pubDone.completerOf(&pubs[i]))
+		}
 	}
 	s.all = all[:0]
 	cn, err := s.current()
@@ -230,20 +234,6 @@ func (s *sendStream) close(ctx context.Context) {
 		cn.fail(ErrClosed)
 	}
 	s.reader.Wait()
-}
-
-// pubOutcome is the Completer of a publication of the wake-ups of the topic
-// whose broadcast channel is channel.
-func (s *sendStream) pubOutcome(channel string) Completer {
-	c, ok := s.pubOutcomes[channel]
-	if !ok {
-		if s.pubOutcomes == nil {
-			s.pubOutcomes = make(map[string]Completer)
-		}
-		c = &channelOutcome{w: s.pubDone, channel: channel}
-		s.pubOutcomes[channel] = c
-	}
-	return c
 }
 
 func completeAll(all []Completer, err error) {

@@ -127,7 +127,7 @@ func TestStreamErrorReplyFailsOneCommand(t *testing.T) {
 		s, _ := streamOn(t, opt)
 		outs := []outcome{make(outcome, 1), make(outcome, 1), make(outcome, 1)}
 		pub := make(outcome, 2)
-		s.pubOutcomes = map[string]Completer{ns + ":wake": pub, ns + ":wake2": pub} // each publication's reply
+		s.pubTo = func(*Publication) Completer { return pub } // each publication's reply
 		s.writeCommands([]Entry{
 			{Key: ns + ":z", Score: 1, Member: []byte("a")},
 			{Key: ns + ":str", Score: 1, Member: []byte("b")},

@@ -102,7 +102,7 @@ func (b *redisBroker) storeCluster(ctx context.Context, entries []Entry, pubs []
 			if pubErr == nil {
 				pubErr = err
 			}
-			b.wakes.failedOn(p.Channel, err)
+			b.wakes.failedOn(p.Channel, p.Payload, err)
 		}
 	}
 	return errs, pubErr

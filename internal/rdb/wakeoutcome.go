@@ -58,23 +58,24 @@ func (w *wakeOutcome) sharded() bool {
 	return true
 }
 
-// failedOn logs a failed publication of a wake-up whose broadcast channel is
-// channel, and has that topic's wake-up published again. Two failures are
+// failedOn logs a failed publication of the wake-ups payload whose
+// topic's broadcast channel is channel, and has them published again
+// (payload may be reused once it returns). Two failures are
 // no node in trouble, so the wake-up goes again at once: a refusal of
 // SPUBLISH itself (see turnUnsharded), and a sharded publication answered
 // MOVED, whose slot moved to another master (a resharding, a failover) after
 // the entries it follows were stored, and they went with it; a MOVED is not
 // logged either (during a resharding that was a line every second).
-func (w *wakeOutcome) failedOn(channel string, err error) {
+func (w *wakeOutcome) failedOn(channel string, payload []byte, err error) {
 	switch {
 	case refusedCommand(err, "SPUBLISH"):
 		w.turnUnsharded(err)
-		w.retry.addNow(channel)
+		w.retry.addNow(channel, payload)
 	case redirected(err):
-		w.retry.addNow(channel)
+		w.retry.addNow(channel, payload)
 	default:
 		w.Complete(err)
-		w.retry.add(channel)
+		w.retry.add(channel, payload)
 	}
 }
 
@@ -146,17 +147,39 @@ func replyError(err error) (string, bool) {
 	return "", false
 }
 
-// channelOutcome completes the publications of one topic's wake-ups.
-type channelOutcome struct {
+// pubCompleter completes one publication of a topic's wake-ups written to a
+// send stream: a failure has them published again (failedOn). It is put
+// back in pubCompleters once complete, so that a write's publications
+// allocate nothing.
+type pubCompleter struct {
 	w       *wakeOutcome
 	channel string // the topic's broadcast channel
+	payload []byte // a copy of the publication's
+}
+
+var pubCompleters = sync.Pool{New: func() any { return new(pubCompleter) }}
+
+// pubCompleterKeep is the largest payload buffer a pubCompleter keeps when
+// put back.
+const pubCompleterKeep = 1 << 10
+
+// completerOf returns the Completer of publication p.
+func (w *wakeOutcome) completerOf(p *Publication) *pubCompleter {
+	c := pubCompleters.Get().(*pubCompleter)
+	c.w, c.channel, c.payload = w, p.Channel, append(c.payload[:0], p.Payload...)
+	return c
 }
 
 // Complete implements Completer.
-func (c *channelOutcome) Complete(err error) {
+func (c *pubCompleter) Complete(err error) {
 	if err != nil {
-		c.w.failedOn(c.channel, err)
+		c.w.failedOn(c.channel, c.payload, err)
 	}
+	c.w, c.channel = nil, ""
+	if cap(c.payload) > pubCompleterKeep {
+		c.payload = nil
+	}
+	pubCompleters.Put(c)
 }
 
 // Complete implements Completer: it logs a failure.

@@ -54,13 +54,13 @@ func TestRefusedSPublishTurnsShardedWakeUpsOff(t *testing.T) {
 	w.retry = newWakeRetry(pub.publish, w.Complete)
 	defer w.retry.close()
 
-	w.failedOn("ns:wake:a", ReplyError("NOPERM this user has no permissions to access one of the channels used as arguments"))
+	w.failedOn("ns:wake:a", []byte("3:0"), ReplyError("NOPERM this user has no permissions to access one of the channels used as arguments"))
 	assert.True(t, w.sharded(), "a refusal for another reason")
 	refused := redis.NewIntCmd(context.Background(), "spublish", "ch", "x")
 	refused.SetErr(ReplyError("ERR unknown command 'spublish', with args beginning with: 'ch' 'x' "))
 	turned := time.Now()
-	w.failedOn("ns:wake:a", refused.Err())
-	w.failedOn("ns:wake:b", refused.Err())
+	w.failedOn("ns:wake:a", []byte("3:0"), refused.Err())
+	w.failedOn("ns:wake:b", []byte("3:0"), refused.Err())
 	assert.False(t, w.sharded())
 	assert.Equal(t, 1, strings.Count(out.String(), "refuses sharded pub/sub"), out.String())
 	require.Eventually(t, func() bool {
@@ -71,7 +71,7 @@ func TestRefusedSPublishTurnsShardedWakeUpsOff(t *testing.T) {
 	assert.Less(t, at[1].Sub(turned), wakeRetryAfter/2, "at once")
 	require.Eventually(t, w.sharded, 5*time.Second, 10*time.Millisecond, "SPUBLISH tried again")
 	assert.GreaterOrEqual(t, time.Since(turned), w.shardRetry)
-	w.failedOn("ns:wake:a", refused.Err())
+	w.failedOn("ns:wake:a", []byte("3:0"), refused.Err())
 	assert.False(t, w.sharded(), "refused again")
 	assert.Equal(t, 1, strings.Count(out.String(), "refuses sharded pub/sub"), "logged once: %s", out.String())
 	var none *wakeOutcome
@@ -87,7 +87,7 @@ func TestMovedWakeUpIsPublishedAgainAtOnce(t *testing.T) {
 	w.retry = newWakeRetry(pub.publish, w.Complete)
 	defer w.retry.close()
 	start := time.Now()
-	w.failedOn("ns:wake:a", ReplyError("MOVED 8128 127.0.0.1:7001"))
+	w.failedOn("ns:wake:a", []byte("3:0"), ReplyError("MOVED 8128 127.0.0.1:7001"))
 	require.Eventually(t, func() bool {
 		got, _, _ := pub.snapshot()
 		return len(got) == 1
@@ -96,6 +96,6 @@ func TestMovedWakeUpIsPublishedAgainAtOnce(t *testing.T) {
 	assert.Less(t, at[0].Sub(start), wakeRetryAfter/2)
 	assert.True(t, w.sharded())
 	assert.Empty(t, out.String())
-	w.failedOn("ns:wake:a", ReplyError("ERR connection reset")) // a failure still is
+	w.failedOn("ns:wake:a", []byte("3:0"), ReplyError("ERR connection reset")) // a failure still is
 	assert.Contains(t, out.String(), "wake-up publish failed")
 }

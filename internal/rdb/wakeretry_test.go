@@ -3,6 +3,8 @@ package rdb
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,15 +17,17 @@ import (
 type fakePublisher struct {
 	mu       sync.Mutex
 	failures int
-	got      []string
+	got      []string // channels
+	payloads []string
 	at       []time.Time
 	logged   int
 }
 
-func (f *fakePublisher) publish(ctx context.Context, channel string) error {
+func (f *fakePublisher) publish(ctx context.Context, channel string, payload []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, channel)
+	f.payloads = append(f.payloads, string(payload))
 	f.at = append(f.at, time.Now())
 	if f.failures > 0 {
 		f.failures--
@@ -52,10 +56,10 @@ func TestWakeRetryPublishesEachTopicOnceAndBacksOff(t *testing.T) {
 	r := newWakeRetry(f.publish, f.failed)
 	defer r.close()
 	start := time.Now()
-	r.add("ns:wake:a")
-	r.add("ns:wake:a")
-	r.add("")
-	r.add("ns:wake:b")
+	r.add("ns:wake:a", nil)
+	r.add("ns:wake:a", nil)
+	r.add("", nil)
+	r.add("ns:wake:b", nil)
 	require.Eventually(t, func() bool {
 		got, _, _ := f.snapshot()
 		return len(got) == 3
@@ -75,11 +79,11 @@ func TestWakeRetryPublishesEachTopicOnceAndBacksOff(t *testing.T) {
 func TestWakeRetryCloseDropsPending(t *testing.T) {
 	f := &fakePublisher{}
 	r := newWakeRetry(f.publish, f.failed)
-	r.add("ns:wake:a")
+	r.add("ns:wake:a", nil)
 	start := time.Now()
 	r.close()
 	assert.Less(t, time.Since(start), wakeRetryAfter)
-	r.add("ns:wake:b")
+	r.add("ns:wake:b", nil)
 	time.Sleep(2 * wakeRetryAfter)
 	got, _, _ := f.snapshot()
 	assert.Empty(t, got)
@@ -92,8 +96,8 @@ func TestWakeRetryAddNowBringsTheRunForward(t *testing.T) {
 	r := newWakeRetry(f.publish, f.failed)
 	defer r.close()
 	start := time.Now()
-	r.add("ns:wake:a")
-	r.addNow("ns:wake:b")
+	r.add("ns:wake:a", nil)
+	r.addNow("ns:wake:b", nil)
 	require.Eventually(t, func() bool {
 		got, _, _ := f.snapshot()
 		return len(got) == 2
@@ -101,7 +105,7 @@ func TestWakeRetryAddNowBringsTheRunForward(t *testing.T) {
 	got, at, _ := f.snapshot()
 	assert.ElementsMatch(t, []string{"ns:wake:a", "ns:wake:b"}, got)
 	assert.Less(t, at[1].Sub(start), wakeRetryAfter/2)
-	r.addNow("ns:wake:a") // nothing scheduled: a run of its own, at once
+	r.addNow("ns:wake:a", nil) // nothing scheduled: a run of its own, at once
 	require.Eventually(t, func() bool {
 		got, _, _ := f.snapshot()
 		return len(got) == 3
@@ -120,7 +124,7 @@ func TestWakeRetryAddNowDuringARunFollowsIt(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	var at []time.Time
-	publish := func(ctx context.Context, channel string) error {
+	publish := func(ctx context.Context, channel string, _ []byte) error {
 		if channel == "ns:wake:slow" {
 			<-release
 		}
@@ -131,9 +135,9 @@ func TestWakeRetryAddNowDuringARunFollowsIt(t *testing.T) {
 	}
 	r := newWakeRetry(publish, func(error) {})
 	defer r.close()
-	r.addNow("ns:wake:slow")
+	r.addNow("ns:wake:slow", nil)
 	time.Sleep(20 * time.Millisecond) // the run is under way, held in its publication
-	r.addNow("ns:wake:b")
+	r.addNow("ns:wake:b", nil)
 	released := time.Now()
 	close(release)
 	require.Eventually(t, func() bool {
@@ -145,4 +149,56 @@ func TestWakeRetryAddNowDuringARunFollowsIt(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"ns:wake:slow", "ns:wake:b"}, got)
 	assert.Less(t, at[1].Sub(released), wakeRetryAfter/2, "the next run followed at once")
+}
+
+// A topic's failed wake-ups are published again for the slots they named,
+// each with its earliest due time, in slot order, as one publication; a
+// payload it cannot read, or a WakeAll, makes it wake every slot, as does a
+// failure of more than retryWakeSlots slots. A publication that fails goes
+// again the same.
+func TestWakeRetryPublishesTheFailedSlots(t *testing.T) {
+	f := &fakePublisher{failures: 1}
+	r := newWakeRetry(f.publish, f.failed)
+	defer r.close()
+	r.add("ns:wake:a", []byte("7:300,3:100"))
+	r.add("ns:wake:a", []byte("3:50,12:0"))
+	r.add("ns:wake:b", []byte("bogus"))
+	r.add("ns:wake:c", []byte("1:5"))
+	r.add("ns:wake:c", []byte(WakeAll))
+	r.add("ns:wake:c", []byte("2:5"))
+	require.Eventually(t, func() bool {
+		got, _, _ := f.snapshot()
+		return len(got) >= 4
+	}, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(3 * wakeRetryAfter)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Len(t, f.got, 4, "one publication per topic, and the failed one again")
+	byChannel := map[string][]string{}
+	for i, ch := range f.got {
+		byChannel[ch] = append(byChannel[ch], f.payloads[i])
+	}
+	want := map[string]string{
+		"ns:wake:a": "3:50,7:300,12:0", // merged, the earliest due time per slot
+		"ns:wake:b": WakeAll,           // a payload it cannot read
+		"ns:wake:c": WakeAll,           // a WakeAll among them
+	}
+	assert.Equal(t, f.got[0], f.got[3], "the failed publication, again")
+	for ch, payloads := range byChannel {
+		for _, p := range payloads {
+			assert.Equal(t, want[ch], p, ch)
+		}
+	}
+
+	var many retryWakes
+	for slot := range retryWakeSlots {
+		many.merge([]byte(strconv.Itoa(slot) + ":0"))
+	}
+	assert.False(t, many.all)
+	assert.Len(t, strings.Split(string(many.payload()), ","), retryWakeSlots)
+	many.merge([]byte(strconv.Itoa(retryWakeSlots) + ":0"))
+	assert.Equal(t, WakeAll, string(many.payload()), "more slots than a payload names")
+	var none retryWakes
+	none.merge(nil)
+	assert.Equal(t, WakeAll, string(none.payload()), "no payload: every slot")
 }
