@@ -12,17 +12,30 @@ import (
 // heartbeat renews the membership every interval, and sooner when the
 // leader lease or another member is due to expire (so that a dead leader or
 // member is replaced as soon as Redis lets go of it), until ctx ends.
+//
+// A heartbeat refused while the coordinator's hash slot moves is tried again
+// soon and logged at Debug, at Warn once such refusals have lasted half the
+// lease TTL, when the leases are at risk (slotmoves.go).
 func (r *redisRun) heartbeat(ctx context.Context) {
 	failures := 0
+	var moves slotMoves
 	for {
 		wait := r.interval()
 		if id, _, _, _ := r.state(); id != "" {
-			var ok bool
-			if wait, ok = r.beatOnce(ctx, id); ok {
+			var err error
+			wait, err = r.beatOnce(ctx, id)
+			if err == nil {
 				failures = 0
+				moves.reset()
+			} else if pause, ok := r.slotMoving("heartbeat", &moves, err); ok {
+				wait = pause
 			} else {
+				moves.reset()
 				failures++
 				wait = min(backoff.Redis.Delay(failures), r.interval())
+				if ctx.Err() == nil {
+					r.log.Warn("rmq: redis coordinator: heartbeat failed", "err", err)
+				}
 			}
 		}
 		timer := time.NewTimer(wait)
@@ -45,29 +58,27 @@ func (r *redisRun) heartbeat(ctx context.Context) {
 // a slot. The renewal counted is the latest one sent at least replicaLag
 // before the newest, so that a failover that loses the writes of the last
 // moments before it (asynchronous replication) cannot make Redis expire the
-// membership before the lease ends here. It returns when to beat next.
-func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, bool) {
+// membership before the lease ends here. It returns when to beat next, or
+// the renewal's failure.
+func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, error) {
 	r.mu.Lock()
 	lead := !r.leaving
 	r.mu.Unlock()
 	sent := monoNow()
 	b, err := r.co.Heartbeat(ctx, id, r.cfg.LeaseTTL, lead)
 	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Warn("rmq: redis coordinator: heartbeat failed", "err", err)
-		}
-		return 0, false
+		return 0, err
 	}
 	r.mu.Lock()
 	if r.id != id {
 		r.mu.Unlock()
-		return r.interval(), true // a new incarnation meanwhile
+		return r.interval(), nil // a new incarnation meanwhile
 	}
 	if b.ExpiryMs < 0 {
 		r.expired = true
 		r.mu.Unlock()
 		r.poke()
-		return r.interval(), true
+		return r.interval(), nil
 	}
 	end := r.renewals.settled(sent, int64(r.replicaLag())) + int64(r.cfg.LeaseTTL-r.margin())
 	if end > r.leaseEnd && b.Epoch == r.applied {
@@ -99,7 +110,7 @@ func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, bool
 	case b.Leader != id && b.LeaderLeft > 0 && lead:
 		next = min(next, b.LeaderLeft+expiryGrace)
 	}
-	return max(next, expiryGrace), true
+	return max(next, expiryGrace), nil
 }
 
 // expiryGrace is how long after an expiry is due by the Redis clock the

@@ -77,18 +77,32 @@ func (c *PrivateCluster) StartMigration(ctx context.Context, hashSlot int, from,
 // hands the slot to to (GiveSlot). It returns how long the MIGRATE calls
 // took together and how many keys they moved.
 func (c *PrivateCluster) FinishMigration(ctx context.Context, hashSlot int, from, to ClusterMaster) (time.Duration, int, error) {
+	return c.finishMigration(ctx, hashSlot, from, to, 10, 0)
+}
+
+// FinishMigrationSlowly is FinishMigration one key a call, with a pause
+// between calls: the slot's keys stay split between the two masters for a
+// while, as in a resharding slowed by a loaded network.
+func (c *PrivateCluster) FinishMigrationSlowly(ctx context.Context, hashSlot int, from, to ClusterMaster, pause time.Duration) (time.Duration, int, error) {
+	return c.finishMigration(ctx, hashSlot, from, to, 1, pause)
+}
+
+func (c *PrivateCluster) finishMigration(ctx context.Context, hashSlot int, from, to ClusterMaster, perCall int, pause time.Duration) (time.Duration, int, error) {
 	src := redis.NewClient(&redis.Options{Addr: from.Addr})
 	defer src.Close()
 	host, port, _ := strings.Cut(to.Addr, ":")
 	var took time.Duration
 	moved := 0
 	for {
-		keys, err := src.ClusterGetKeysInSlot(ctx, hashSlot, 10).Result()
+		keys, err := src.ClusterGetKeysInSlot(ctx, hashSlot, perCall).Result()
 		if err != nil {
 			return took, moved, err
 		}
 		if len(keys) == 0 {
 			break
+		}
+		if moved > 0 && pause > 0 {
+			time.Sleep(pause)
 		}
 		args := []any{"MIGRATE", host, port, "", 0, 60000, "KEYS"}
 		for _, k := range keys {

@@ -1,0 +1,125 @@
+package reshard_test
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// coordHold is how long the coordinator's hash slot stays migrating, its
+// keys still on the old master, before they move; coordKeyPause is the
+// pause between two keys' moves, each key alone, while the heartbeats'
+// scripts are refused (TRYAGAIN: their keys split between two masters).
+const (
+	coordHold     = 3 * time.Second
+	coordKeyPause = 300 * time.Millisecond
+)
+
+// TestCoordinatorSlotMigratesUnderWorkers moves the hash slot of the Redis
+// coordinator's keys (membership, leader lease, assignments: one hash tag
+// per namespace) to another master while two workers consume a 64-slot
+// topic and a producer sends to it: the slot is held migrating for 3 s, then
+// its keys move one at a time, 300 ms apart (a slow resharding: for two
+// seconds or so every heartbeat is refused), and it is handed over. The
+// coordinator waits that out: no slot changes hands (the owner records and
+// their fencing tokens are the same after), both workers stay members,
+// every message sent is delivered, no two listeners hold one slot at once,
+// and nothing is logged at Warn (before, each refused heartbeat was a Warn
+// line: six of them in each of two runs).
+func TestCoordinatorSlotMigratesUnderWorkers(t *testing.T) {
+	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
+	ctx := context.Background()
+	const ns = "coordslot"
+	l := &ledger{acked: map[string]bool{}, delivered: map[string]int{}, sendErrs: map[string]int{}}
+	logger := rmq.WithLogger(slog.New(&l.warned))
+	producer := newClient(t, cl, ns, logger)
+	require.NoError(t, producer.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: liveSlots, Type: rmq.Priority}))
+	for range 2 {
+		w := newClient(t, cl, ns, logger)
+		require.NoError(t, w.Subscribe("t", l.listener(), rmq.WithThreads(2)))
+		start(t, w)
+	}
+	var owners []rmq.SlotOwner
+	require.Eventually(t, func() bool { // every slot held, by both workers between them
+		got, err := producer.Owners(ctx, "t")
+		if err != nil {
+			return false
+		}
+		holders := map[string]bool{}
+		for _, o := range got {
+			if o.Holder == "" || o.Holder != o.Worker {
+				return false
+			}
+			holders[o.Holder] = true
+		}
+		owners = got
+		return len(holders) == 2
+	}, 30*time.Second, 50*time.Millisecond, "the slots are not spread over both workers")
+
+	pctx, stop := context.WithCancel(ctx)
+	var seq atomic.Int64
+	var sending sync.WaitGroup
+	sending.Go(func() {
+		for pctx.Err() == nil {
+			content := "m" + strconv.FormatInt(seq.Add(1), 10)
+			err := producer.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte(content), Priority: 20})
+			l.mu.Lock()
+			if err != nil {
+				l.sendErrs[err.Error()]++
+			} else {
+				l.acked[content] = true
+			}
+			l.mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+	})
+
+	hashSlot := testenv.KeySlot(ns)
+	from, to, err := cl.SlotMove(ctx, hashSlot)
+	require.NoError(t, err)
+	require.NoError(t, cl.StartMigration(ctx, hashSlot, from, to))
+	time.Sleep(coordHold)
+	split := time.Now()
+	_, keys, err := cl.FinishMigrationSlowly(ctx, hashSlot, from, to, coordKeyPause)
+	splitFor := time.Since(split)
+	require.NoError(t, err)
+	time.Sleep(coordHold) // heartbeats and the leader's checks go to the new master
+	stop()
+	sending.Wait()
+
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for k := range l.acked {
+			if l.delivered[k] == 0 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "not every acknowledged message was delivered")
+	after, err := producer.Owners(ctx, "t")
+	require.NoError(t, err)
+	workers, err := producer.Workers(ctx)
+	require.NoError(t, err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Logf("the coordinator's hash slot %d (%d keys) migrated %s → %s, held %v, its keys split for %v; "+
+		"sent %d, delivered %d, send errors %v, overlapping listener calls %d", hashSlot, keys, from.Addr, to.Addr,
+		coordHold, splitFor.Round(time.Millisecond), len(l.acked), len(l.delivered), l.sendErrs, l.overlaps.Load())
+	assert.Greater(t, keys, 3, "the coordinator's keys moved")
+	assert.Equal(t, owners, after, "a slot changed hands while the coordinator's keys moved")
+	assert.Len(t, workers, 2, "both workers are still members")
+	assert.Empty(t, l.sendErrs, "Send failed")
+	assert.Zero(t, l.overlaps.Load(), "two listeners held one slot at once")
+	assert.Empty(t, l.warned.logged(), "logged at Warn while the coordinator's keys moved")
+}
