@@ -124,13 +124,24 @@ func withAddr(o *redis.Options, addr string) *redis.Options {
 }
 
 // redirectNodes are clients of the nodes that redirections named and the
-// slot map did not yet, for SendBatch's pipelines; they close with the
-// broker.
+// slot map did not yet, for SendBatch's pipelines; one unused for
+// redirectIdle closes at a later call (its node may have left the Cluster),
+// the others with the broker.
 type redirectNodes struct {
 	mu     sync.Mutex
-	byAddr map[string]*redis.Client
+	byAddr map[string]*redirectClient
+	pruned time.Time // when unused clients were last looked for
 	closed bool
 }
+
+type redirectClient struct {
+	*redis.Client
+	used time.Time
+}
+
+// redirectIdle is how long a redirection's client may go unused before it
+// closes.
+const redirectIdle = 5 * time.Minute
 
 // at returns a client of the node at addr: the slot map's own if it names
 // addr for key, else one of n's.
@@ -147,15 +158,33 @@ func (n *redirectNodes) at(ctx context.Context, t *topology, addr, key string) (
 	if n.closed {
 		return nil, ErrClosed
 	}
+	now := time.Now()
+	n.prune(now)
 	c := n.byAddr[addr]
 	if c == nil {
 		if n.byAddr == nil {
-			n.byAddr = make(map[string]*redis.Client)
+			n.byAddr = make(map[string]*redirectClient)
 		}
-		c = redis.NewClient(withAddr(node.Options(), addr))
+		c = &redirectClient{Client: redis.NewClient(withAddr(node.Options(), addr))}
 		n.byAddr[addr] = c
 	}
-	return c, nil
+	c.used = now
+	return c.Client, nil
+}
+
+// prune closes the clients unused for redirectIdle, looking at most every
+// redirectIdle/5; n.mu is held.
+func (n *redirectNodes) prune(now time.Time) {
+	if now.Sub(n.pruned) < redirectIdle/5 {
+		return
+	}
+	n.pruned = now
+	for addr, c := range n.byAddr {
+		if now.Sub(c.used) >= redirectIdle {
+			c.Close()
+			delete(n.byAddr, addr)
+		}
+	}
 }
 
 // close closes the clients.

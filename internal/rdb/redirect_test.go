@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +96,49 @@ func TestStreamWritesAskingBeforeAnAskedEntry(t *testing.T) {
 		assert.Equal(t, []redis.Z{{Score: 1, Member: "a"}, {Score: 2, Member: "b"}, {Score: 3, Member: "c"}}, got)
 		s.close(context.Background())
 	}
+}
+
+// A redirection's client is made once per node and reused; one unused for
+// redirectIdle closes at a later call, and the broker's Close closes the
+// rest.
+func TestRedirectNodesCloseUnusedClients(t *testing.T) {
+	b := testenv.Cluster(t)
+	topo := topologyOf(b.Redis)
+	ctx := context.Background()
+	key := "redirect-nodes"
+	own, err := topo.client.MasterForKey(ctx, key)
+	require.NoError(t, err)
+	var others []string
+	for _, addr := range strings.Split(os.Getenv("RMQ_CLUSTER_ADDRS"), ",") {
+		if addr != own.Options().Addr && len(others) < 2 {
+			others = append(others, addr)
+		}
+	}
+	require.Len(t, others, 2)
+
+	var n redirectNodes
+	same, err := n.at(ctx, topo, own.Options().Addr, key)
+	require.NoError(t, err)
+	assert.Same(t, own, same, "the slot map's own client where it names the node")
+	first, err := n.at(ctx, topo, others[0], key)
+	require.NoError(t, err)
+	again, err := n.at(ctx, topo, others[0], key)
+	require.NoError(t, err)
+	assert.Same(t, first, again, "one client per node")
+	require.NoError(t, first.Ping(ctx).Err())
+
+	n.mu.Lock()
+	n.byAddr[others[0]].used = time.Now().Add(-redirectIdle)
+	n.pruned = time.Time{}
+	n.mu.Unlock()
+	second, err := n.at(ctx, topo, others[1], key)
+	require.NoError(t, err)
+	assert.ErrorIs(t, first.Ping(ctx).Err(), redis.ErrClosed, "the unused client is closed")
+	n.mu.Lock()
+	assert.Len(t, n.byAddr, 1)
+	n.mu.Unlock()
+	n.close()
+	assert.ErrorIs(t, second.Ping(ctx).Err(), redis.ErrClosed, "Close closes the rest")
+	_, err = n.at(ctx, topo, others[0], key)
+	assert.ErrorIs(t, err, ErrClosed)
 }
