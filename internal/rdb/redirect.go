@@ -46,6 +46,15 @@ func redirected(err error) bool {
 	return ok
 }
 
+// clusterDown reports whether err is a CLUSTERDOWN reply: the node serves
+// no master for the hash slot right now ("Hash slot not served": a node that
+// was reset or removed, or one whose view of a moved slot is not yet
+// current) or its Cluster is down. The command did not run.
+func clusterDown(err error) bool {
+	msg, ok := replyError(err)
+	return ok && strings.HasPrefix(msg, "CLUSTERDOWN ")
+}
+
 // SlotMoving reports whether err says that a command's hash slot is moving
 // between a Cluster's masters, both of them well: TRYAGAIN (a command on
 // several keys of a migrating slot, some of them missing on the node asked),

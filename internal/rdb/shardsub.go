@@ -55,7 +55,8 @@ const shardUnknownRetry = time.Minute
 // A node drops the sharded channels of a hash slot it gives away
 // (SUNSUBSCRIBE), and answers MOVED to an SSUBSCRIBE of one it no longer
 // serves (the client's slot map may place a channel by an older view while
-// its slot moves). The subscription keeps its other channels, and the loop
+// its slot moves), or CLUSTERDOWN once it serves no slot at all (a master
+// removed from the Cluster is reset before it shuts down). The subscription keeps its other channels, and the loop
 // looks at the slot map again every shardRecheck (asking for its reload)
 // until the map places the channel elsewhere, which replaces the
 // connections of both masters; after shardDroppedWait the subscription is
@@ -123,7 +124,7 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 					delete(subs, addr)
 					continue
 				}
-				if !errors.Is(s.err, net.ErrClosed) && ctx.Err() == nil && !failing[addr] {
+				if ctx.Err() == nil && !failing[addr] && s.endedBadly() {
 					b.log.Warn("rmq: sharded wake-up subscription ended", "node", addr, "err", s.err)
 					failing[addr] = true
 				}
@@ -241,9 +242,10 @@ func (s *shardSub) read(rd *bufio.Reader, deliver func(msg any)) error {
 	var push [3][]byte
 	for {
 		n, err := readPush(rd, push[:])
-		if redirected(err) {
+		if redirected(err) || clusterDown(err) {
 			// a channel's SSUBSCRIBE came after its slot moved away (the slot
-			// map placed it by an older view): as if the node dropped it
+			// map placed it by an older view), or to a node that serves it no
+			// longer (reset as it left the Cluster): as if it dropped it
 			s.dropped()
 			continue
 		}
@@ -272,6 +274,19 @@ func (s *shardSub) read(rd *bufio.Reader, deliver func(msg any)) error {
 			s.mu.Unlock()
 		}
 	}
+}
+
+// endedBadly reports, once run has returned, whether the subscription's end
+// is worth a warning: not a close of ours, nor the connection's end after
+// the node had dropped channels (a node that gives its slots away and is
+// then reset and shut down as it leaves the Cluster, or a node
+// restarting), whose channels the loop places again anyway.
+func (s *shardSub) endedBadly() bool {
+	if errors.Is(s.err, net.ErrClosed) {
+		return false
+	}
+	_, reply := replyError(s.err)
+	return reply || s.droppedAt.Load() == 0
 }
 
 // dropped records that the node no longer serves one of the channels and

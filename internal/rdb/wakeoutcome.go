@@ -65,7 +65,10 @@ func (w *wakeOutcome) sharded() bool {
 // SPUBLISH itself (see turnUnsharded), and a sharded publication answered
 // MOVED, whose slot moved to another master (a resharding, a failover) after
 // the entries it follows were stored, and they went with it; a MOVED is not
-// logged either (during a resharding that was a line every second).
+// logged either (during a resharding that was a line every second). A
+// CLUSTERDOWN (a node reset as it leaves the Cluster, or a Cluster down a
+// moment) is not logged the first time: the wake-up goes again after the
+// delay, and a failure of that is.
 func (w *wakeOutcome) failedOn(channel string, payload []byte, err error) {
 	switch {
 	case refusedCommand(err, "SPUBLISH"):
@@ -73,6 +76,8 @@ func (w *wakeOutcome) failedOn(channel string, payload []byte, err error) {
 		w.retry.addNow(channel, payload)
 	case redirected(err):
 		w.retry.addNow(channel, payload)
+	case clusterDown(err) && w.retry != nil:
+		w.retry.add(channel, payload) // logged if it fails again (wakeRetry.run)
 	default:
 		w.Complete(err)
 		w.retry.add(channel, payload)

@@ -99,3 +99,26 @@ func TestMovedWakeUpIsPublishedAgainAtOnce(t *testing.T) {
 	w.failedOn("ns:wake:a", []byte("3:0"), ReplyError("ERR connection reset")) // a failure still is
 	assert.Contains(t, out.String(), "wake-up publish failed")
 }
+
+// A wake-up answered CLUSTERDOWN (a node reset as it leaves the Cluster) is
+// not logged, and goes again after the delay; a failure of that is logged.
+func TestClusterDownWakeUpIsPublishedAgainQuietly(t *testing.T) {
+	var out bytes.Buffer
+	pub := &fakePublisher{failures: 1}
+	w := &wakeOutcome{log: slog.New(slog.NewTextHandler(&out, nil))}
+	w.retry = newWakeRetry(pub.publish, w.Complete)
+	defer w.retry.close()
+	start := time.Now()
+	w.failedOn("ns:wake:a", []byte("5:0"), ReplyError("CLUSTERDOWN Hash slot not served"))
+	assert.Empty(t, out.String(), "not logged")
+	require.Eventually(t, func() bool {
+		got, _, _ := pub.snapshot()
+		return len(got) == 2
+	}, 5*time.Second, time.Millisecond, "published again, and again after that failed")
+	_, at, _ := pub.snapshot()
+	assert.GreaterOrEqual(t, at[0].Sub(start), wakeRetryAfter, "after the delay")
+	assert.Contains(t, out.String(), "wake-up publish failed", "the retry's failure is logged")
+	pub.mu.Lock()
+	assert.Equal(t, []string{"5:0", "5:0"}, pub.payloads)
+	pub.mu.Unlock()
+}
