@@ -31,6 +31,7 @@ type presence struct {
 	me     string // "<kind>/<host>:<pid>:<nonce>"
 	topics []string
 	log    func(msg string, args ...any)
+	debug  func(msg string, args ...any) // a failed renewal
 	// alone: this client's coordinator (the local one) shares the namespace
 	// with nobody, so it is the one to stop when a renewal finds a neighbour
 	// (one cut off from Redis past presenceTTL, now back): yield is called.
@@ -39,7 +40,7 @@ type presence struct {
 }
 
 func (c *Client) newPresence(subs map[string]*subscription) *presence {
-	p := &presence{co: c.coord, me: c.processID(), log: c.cfg.logger.Error}
+	p := &presence{co: c.coord, me: c.processID(), log: c.cfg.logger.Error, debug: c.cfg.logger.Debug}
 	p.alone = strings.HasPrefix(p.me, "local/")
 	for name := range subs {
 		p.topics = append(p.topics, name)
@@ -89,6 +90,11 @@ func (p *presence) renew(ctx context.Context) {
 			break
 		}
 		other, err := p.co.Presence(ctx, p.me, presenceTTL, "renew", p.topics...)
+		if err != nil && ctx.Err() == nil && p.debug != nil {
+			// Redis failing: the consumers and the coordinator report it;
+			// the entry outlives a few failed renewals
+			p.debug("rmq: renewing the presence entry failed; trying again in a second", "err", err)
+		}
 		if err == nil && other != "" {
 			p.log("rmq: another process consumes this namespace and cannot share it", "this", p.me, "other", other)
 			if p.alone && p.yield != nil {
