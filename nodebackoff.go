@@ -103,12 +103,14 @@ func (t *thread) recovered(s *slotState) int {
 // has its pop refused for a moment, though both masters are well: a script
 // whose keys are partly on each side is answered TRYAGAIN until the move
 // completes (the cycle's keys include sets that are often empty, so do not
-// exist on either side), and a redirection may outlast go-redis's
-// MaxRedirects. Such a slot waits on its own (backoff.SlotMove) while the
-// thread serves its other slots on that node, and it is not logged as a
-// failure; only a slot refused slotMoveWarn times in a row is (12–24 s:
-// a migration left open by an interrupted resharding, which redis-cli
-// --cluster fix closes).
+// exist on either side), a redirection may outlast go-redis's
+// MaxRedirects, and a node that has just forgotten a master leaving the
+// Cluster may count the slot as nobody's for a moment (CLUSTERDOWN Hash slot
+// not served; rdb.SlotMoving). Such a slot waits on its own
+// (backoff.SlotMove) while the thread serves its other slots on that node,
+// and it is not logged as a failure; only a slot refused slotMoveWarn times
+// in a row is (12–24 s: a migration left open by an interrupted resharding,
+// or a slot left without a master, which redis-cli --cluster fix mends).
 const slotMoveWarn = 30
 
 // slotMoving records a pop of s refused while its hash slot moves, and has
@@ -118,8 +120,9 @@ func (t *thread) slotMoving(s *slotState, now time.Time, err error) {
 	s.next = now.Add(backoff.SlotMove.Delay(s.moving))
 	log := t.sub.c.cfg.logger
 	if s.moving%slotMoveWarn == 0 {
-		log.Warn("rmq: pop refused while the slot's hash slot moves, for a while now (a migration left open? "+
-			"redis-cli --cluster fix)", "topic", t.sub.topic.Name, "slot", s.lease.Slot(), "refusals", s.moving, "err", err)
+		log.Warn("rmq: pop refused while the slot's hash slot moves, for a while now (a migration left open, "+
+			"or a slot without a master? redis-cli --cluster fix)",
+			"topic", t.sub.topic.Name, "slot", s.lease.Slot(), "refusals", s.moving, "err", err)
 	} else if s.moving == 1 {
 		log.Debug("rmq: pop refused while the slot's hash slot moves; trying again soon", "topic", t.sub.topic.Name,
 			"slot", s.lease.Slot(), "err", err)

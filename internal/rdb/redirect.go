@@ -58,14 +58,19 @@ func clusterDown(err error) bool {
 // SlotMoving reports whether err says that a command's hash slot is moving
 // between a Cluster's masters, both of them well: TRYAGAIN (a command on
 // several keys of a migrating slot, some of them missing on the node asked),
-// or a MOVED or ASK that go-redis did not follow to its end. Calling again
-// shortly succeeds.
+// a MOVED or ASK that go-redis did not follow to its end, or "CLUSTERDOWN
+// Hash slot not served" (the node asked counts the slot as nobody's: a node
+// forgotten by the Cluster had it in that node's view, until gossip tells
+// it the new owner; the reply of a node reset as it leaves, too). Calling
+// again shortly succeeds. A slot that stays unserved is a Cluster to mend
+// (redis-cli --cluster fix), not a failing node; "CLUSTERDOWN The cluster
+// is down" is one of those.
 func SlotMoving(err error) bool {
 	if redirected(err) {
 		return true
 	}
 	msg, ok := replyError(err)
-	return ok && strings.HasPrefix(msg, "TRYAGAIN")
+	return ok && (strings.HasPrefix(msg, "TRYAGAIN") || strings.HasPrefix(msg, "CLUSTERDOWN Hash slot not served"))
 }
 
 // slotMoveWait bounds how long a call on one slot's keys waits out its hash
