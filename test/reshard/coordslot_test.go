@@ -2,10 +2,6 @@ package reshard_test
 
 import (
 	"context"
-	"log/slog"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,9 +24,10 @@ const (
 // TestCoordinatorSlotMigratesUnderWorkers moves the hash slot of the Redis
 // coordinator's keys (membership, leader lease, assignments: one hash tag
 // per namespace) to another master while two workers consume a 64-slot
-// topic and a producer sends to it: the slot is held migrating for 3 s, then
-// its keys move one at a time, 300 ms apart (a slow resharding: for two
-// seconds or so every heartbeat is refused), and it is handed over. The
+// topic and a producer sends to it (Send and SendBatch by turns): the slot
+// is held migrating for 3 s, then its keys move one at a time, 300 ms apart
+// (a slow resharding: for two seconds or so every heartbeat is refused),
+// and it is handed over. The
 // coordinator waits that out: no slot changes hands (the owner records and
 // their fencing tokens are the same after), both workers stay members,
 // every message sent is delivered, no two listeners hold one slot at once,
@@ -40,15 +37,7 @@ func TestCoordinatorSlotMigratesUnderWorkers(t *testing.T) {
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
 	const ns = "coordslot"
-	l := &ledger{acked: map[string]bool{}, delivered: map[string]int{}, sendErrs: map[string]int{}}
-	logger := rmq.WithLogger(slog.New(&l.warned))
-	producer := newClient(t, cl, ns, logger)
-	require.NoError(t, producer.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: liveSlots, Type: rmq.Priority}))
-	for range 2 {
-		w := newClient(t, cl, ns, logger)
-		require.NoError(t, w.Subscribe("t", l.listener(), rmq.WithThreads(2)))
-		start(t, w)
-	}
+	l, producer := startLedger(t, cl, ns)
 	var owners []rmq.SlotOwner
 	require.Eventually(t, func() bool { // every slot held, by both workers between them
 		got, err := producer.Owners(ctx, "t")
@@ -66,23 +55,7 @@ func TestCoordinatorSlotMigratesUnderWorkers(t *testing.T) {
 		return len(holders) == 2
 	}, 30*time.Second, 50*time.Millisecond, "the slots are not spread over both workers")
 
-	pctx, stop := context.WithCancel(ctx)
-	var seq atomic.Int64
-	var sending sync.WaitGroup
-	sending.Go(func() {
-		for pctx.Err() == nil {
-			content := "m" + strconv.FormatInt(seq.Add(1), 10)
-			err := producer.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte(content), Priority: 20})
-			l.mu.Lock()
-			if err != nil {
-				l.sendErrs[err.Error()]++
-			} else {
-				l.acked[content] = true
-			}
-			l.mu.Unlock()
-			time.Sleep(time.Millisecond)
-		}
-	})
+	stop := l.produce(producer, 1)
 
 	hashSlot := testenv.KeySlot(ns)
 	from, to, err := cl.SlotMove(ctx, hashSlot)
@@ -95,18 +68,8 @@ func TestCoordinatorSlotMigratesUnderWorkers(t *testing.T) {
 	require.NoError(t, err)
 	time.Sleep(coordHold) // heartbeats and the leader's checks go to the new master
 	stop()
-	sending.Wait()
 
-	require.Eventually(t, func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		for k := range l.acked {
-			if l.delivered[k] == 0 {
-				return false
-			}
-		}
-		return true
-	}, 30*time.Second, 50*time.Millisecond, "not every acknowledged message was delivered")
+	l.awaitDelivered(t)
 	after, err := producer.Owners(ctx, "t")
 	require.NoError(t, err)
 	workers, err := producer.Workers(ctx)

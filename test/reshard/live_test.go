@@ -3,11 +3,8 @@ package reshard_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os/exec"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,40 +20,6 @@ const (
 	liveProducers = 4
 	liveMoved     = 3000 // hash slots redis-cli moves, of the 5461 or so a master has
 )
-
-// ledger records what the producers had acknowledged and what the workers'
-// listeners saw, and whether two listeners ever held one slot at once.
-type ledger struct {
-	mu        sync.Mutex
-	acked     map[string]bool
-	delivered map[string]int
-	sendErrs  map[string]int
-	active    [liveSlots]atomic.Int32
-	overlaps  atomic.Int64
-	last      [liveSlots]time.Time     // each slot's latest delivery
-	gap       [liveSlots]time.Duration // each slot's longest time between two deliveries ending after since
-	since     time.Time                // when the change began
-	warned    warnings                 // what the clients logged at Warn and above
-}
-
-func (l *ledger) listener() rmq.MessageListener {
-	return rmq.ListenerFunc(func(_ context.Context, m *rmq.Message) error {
-		if l.active[m.Slot].Add(1) > 1 {
-			l.overlaps.Add(1)
-		}
-		time.Sleep(100 * time.Microsecond)
-		l.active[m.Slot].Add(-1)
-		now := time.Now()
-		l.mu.Lock()
-		l.delivered[string(m.Content)]++
-		if !l.last[m.Slot].IsZero() && !l.since.IsZero() && now.After(l.since) {
-			l.gap[m.Slot] = max(l.gap[m.Slot], now.Sub(l.last[m.Slot]))
-		}
-		l.last[m.Slot] = now
-		l.mu.Unlock()
-		return nil
-	})
-}
 
 // TestLiveReshardLosesNothing moves 3,000 hash slots from the master that
 // holds the most of a 64-slot topic's slots to another master with
@@ -148,44 +111,10 @@ func TestLiveShrinkLosesNothing(t *testing.T) {
 // slot's deliveries from the change on is printed beside that of the other
 // slots.
 func runLive(t *testing.T, cl *testenv.PrivateCluster, what string, change func(), producerOpts ...rmq.Option) {
-	ctx := context.Background()
-	l := &ledger{acked: map[string]bool{}, delivered: map[string]int{}, sendErrs: map[string]int{}}
-	logger := rmq.WithLogger(slog.New(&l.warned))
-	producer := newClient(t, cl, "live", append([]rmq.Option{logger}, producerOpts...)...)
-	require.NoError(t, producer.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: liveSlots, Type: rmq.Priority}))
-	for range 2 {
-		w := newClient(t, cl, "live", logger)
-		require.NoError(t, w.Subscribe("t", l.listener(), rmq.WithThreads(2)))
-		start(t, w)
-	}
+	l, producer := startLedger(t, cl, "live", producerOpts...)
 	before := topicMasters(t, cl)
 
-	pctx, stop := context.WithCancel(ctx)
-	var seq atomic.Int64
-	var producers sync.WaitGroup
-	for range liveProducers {
-		producers.Go(func() {
-			for pctx.Err() == nil {
-				n := seq.Add(1)
-				content := "m" + strconv.FormatInt(n, 10)
-				m := rmq.PriorityMessage{Topic: "t", Content: []byte(content), Priority: 20}
-				var err error
-				if n%2 == 0 {
-					err = producer.Producer().Send(ctx, m)
-				} else {
-					err = producer.Producer().SendBatch(ctx, m)
-				}
-				l.mu.Lock()
-				if err != nil {
-					l.sendErrs[err.Error()]++
-				} else {
-					l.acked[content] = true
-				}
-				l.mu.Unlock()
-				time.Sleep(time.Millisecond)
-			}
-		})
-	}
+	stop := l.produce(producer, liveProducers)
 	time.Sleep(1500 * time.Millisecond)
 	start := time.Now()
 	l.mu.Lock()
@@ -195,7 +124,6 @@ func runLive(t *testing.T, cl *testenv.PrivateCluster, what string, change func(
 	took := time.Since(start)
 	time.Sleep(1500 * time.Millisecond)
 	stop()
-	producers.Wait()
 
 	after := topicMasters(t, cl)
 	moved := 0
@@ -212,16 +140,7 @@ func runLive(t *testing.T, cl *testenv.PrivateCluster, what string, change func(
 	l.mu.Unlock()
 	require.Positive(t, moved, "no topic slot moved")
 
-	require.Eventually(t, func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		for k := range l.acked {
-			if l.delivered[k] == 0 {
-				return false
-			}
-		}
-		return true
-	}, 30*time.Second, 50*time.Millisecond, "not every acknowledged message was delivered")
+	l.awaitDelivered(t)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	dups := 0
