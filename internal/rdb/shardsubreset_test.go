@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,30 +13,6 @@ import (
 
 	"github.com/rmq-go/rmq/internal/testenv"
 )
-
-// warnLog keeps the messages of the records at Warn and above.
-type warnLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-func (w *warnLog) WithAttrs([]slog.Attr) slog.Handler           { return w }
-func (w *warnLog) WithGroup(string) slog.Handler                { return w }
-func (w *warnLog) Handle(_ context.Context, r slog.Record) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	msg := r.Message
-	r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
-	w.msgs = append(w.msgs, msg)
-	return nil
-}
-
-func (w *warnLog) logged() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.msgs...)
-}
 
 // TestShardSubOutlastsANodeReset: on a Cluster of its own, a master is
 // reset (CLUSTER RESET SOFT, as redis-cli --cluster del-node resets a node
@@ -52,7 +27,7 @@ func TestShardSubOutlastsANodeReset(t *testing.T) {
 	ctx := context.Background()
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
 	defer client.Close()
-	var warned warnLog
+	var warned testenv.Warnings
 	ks := NewKeyspace("reset")
 	br := New(client, ks, WithLogger(slog.New(&warned))).(*redisBroker)
 	defer br.Close(ctx)
@@ -90,5 +65,5 @@ func TestShardSubOutlastsANodeReset(t *testing.T) {
 	for i := range 3 {
 		l.await(ctx, t, client, onOther, "after-"+strconv.Itoa(i), 5*time.Second)
 	}
-	assert.Empty(t, warned.logged(), "logged at Warn while a node was reset")
+	assert.Empty(t, warned.Logged(), "logged at Warn while a node was reset")
 }

@@ -84,5 +84,5 @@ func TestCoordinatorSlotMigratesUnderWorkers(t *testing.T) {
 	assert.Len(t, workers, 2, "both workers are still members")
 	assert.Empty(t, l.sendErrs, "Send failed")
 	assert.Zero(t, l.overlaps.Load(), "two listeners held one slot at once")
-	assert.Empty(t, l.warned.logged(), "logged at Warn while the coordinator's keys moved")
+	assert.Empty(t, l.warned.Logged(), "logged at Warn while the coordinator's keys moved")
 }

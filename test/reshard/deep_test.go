@@ -60,7 +60,7 @@ func startPinger(t *testing.T, addr string) *pinger {
 func TestDeepSlotMovesWhileConsumed(t *testing.T) {
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
-	var warned warnings
+	var warned testenv.Warnings
 	c := newClient(t, cl, "deep", rmq.WithLogger(slog.New(&warned)))
 	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 1, Type: rmq.Priority}))
 
@@ -138,5 +138,5 @@ func TestDeepSlotMovesWhileConsumed(t *testing.T) {
 		migrate.Round(time.Millisecond), time.Duration(p.worst.Load()).Round(time.Millisecond),
 		gap.Round(time.Millisecond))
 	assert.Zero(t, overlaps.Load(), "two listeners held the slot at once")
-	assert.Empty(t, warned.logged(), "logged at Warn while the slot moved")
+	assert.Empty(t, warned.Logged(), "logged at Warn while the slot moved")
 }

@@ -27,7 +27,7 @@ type ledger struct {
 	last      [liveSlots]time.Time     // each slot's latest delivery
 	gap       [liveSlots]time.Duration // each slot's longest time between two deliveries ending after since
 	since     time.Time                // when the change began
-	warned    warnings                 // what the clients logged at Warn and above
+	warned    testenv.Warnings         // what the clients logged at Warn and above
 }
 
 func (l *ledger) listener() rmq.MessageListener {

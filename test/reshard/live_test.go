@@ -156,7 +156,7 @@ func runLive(t *testing.T, cl *testenv.PrivateCluster, what string, change func(
 		len(l.delivered), dups, l.overlaps.Load(), movedGap.Round(time.Millisecond), keptGap.Round(time.Millisecond))
 	assert.Empty(t, l.sendErrs, "Send and SendBatch failed during the change")
 	assert.Zero(t, l.overlaps.Load(), "two listeners held one slot at once")
-	assert.Empty(t, l.warned.logged(), "logged at Warn during the change")
+	assert.Empty(t, l.warned.Logged(), "logged at Warn during the change")
 }
 
 // topicMasters returns the address of the master serving each slot of the

@@ -45,7 +45,7 @@ func basisOf(slot, amount int) string {
 func TestConsumerWaitsOutAMigratingSlot(t *testing.T) {
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
-	var warned warnings
+	var warned testenv.Warnings
 	c := newClient(t, cl, "migrating", rmq.WithLogger(slog.New(&warned)))
 	const slots = 16
 	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: slots, Type: rmq.Priority}))
@@ -126,7 +126,7 @@ func TestConsumerWaitsOutAMigratingSlot(t *testing.T) {
 		worst.Round(time.Millisecond), after.Round(time.Millisecond))
 	assert.Less(t, worst, 500*time.Millisecond, "the other slot on the master waited for the migrating one")
 	assert.Less(t, after, 3*time.Second, "the moved slot's message")
-	assert.Empty(t, warned.logged(), "logged at Warn while a slot migrated")
+	assert.Empty(t, warned.Logged(), "logged at Warn while a slot migrated")
 }
 
 // TestCancelWaitsOutAMigratingSlot: Cancel of a message whose slot's hash
