@@ -34,6 +34,7 @@ const (
 // and nothing is logged at Warn (before, each refused heartbeat was a Warn
 // line: six of them in each of two runs).
 func TestCoordinatorSlotMigratesUnderWorkers(t *testing.T) {
+	t.Parallel()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
 	const ns = "coordslot"

@@ -58,6 +58,7 @@ func startPinger(t *testing.T, addr string) *pinger {
 // the longest a PING to the old master waited, and the longest pause of
 // the deliveries: what a Cluster grown under a deep backlog costs.
 func TestDeepSlotMovesWhileConsumed(t *testing.T) {
+	t.Parallel()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
 	var warned testenv.Warnings

@@ -27,6 +27,7 @@ const (
 // producers send (Send and SendBatch by turns) and two workers consume (see
 // runLive for what it asserts and prints).
 func TestLiveReshardLosesNothing(t *testing.T) {
+	t.Parallel()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
 	masters, err := cl.Masters(ctx)
@@ -66,6 +67,7 @@ func TestLiveReshardLosesNothing(t *testing.T) {
 // existed (see runLive). The producers wait for a replica's acknowledgement
 // of each message (WithReplicaAck), the new master's too.
 func TestLiveGrowLosesNothing(t *testing.T) {
+	t.Parallel()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	runLive(t, cl, "growth by a master and rebalance", func() {
 		m := cl.Grow(t)
@@ -89,6 +91,7 @@ func TestLiveGrowLosesNothing(t *testing.T) {
 // del-node, which shuts them down), while four producers send and two
 // workers consume (see runLive).
 func TestLiveShrinkLosesNothing(t *testing.T) {
+	t.Parallel()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
 	masters, err := cl.Masters(ctx)

@@ -1,5 +1,7 @@
 // Package reshard_test moves hash slots between the masters of a private
-// Redis Cluster while RMQ sends and consumes: the way a Cluster grows.
+// Redis Cluster while RMQ sends and consumes: the way a Cluster grows. Each
+// test starts a Cluster of its own, so the tests run side by side
+// (t.Parallel; go test's -parallel, GOMAXPROCS by default, at once).
 package reshard_test
 
 import (

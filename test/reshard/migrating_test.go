@@ -43,6 +43,7 @@ func basisOf(slot, amount int) string {
 // until the other slot's next pop succeeded (its messages took up to 160 ms
 // in two runs, 46–52 ms after).
 func TestConsumerWaitsOutAMigratingSlot(t *testing.T) {
+	t.Parallel()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
 	var warned testenv.Warnings
@@ -135,6 +136,7 @@ func TestConsumerWaitsOutAMigratingSlot(t *testing.T) {
 // the message once the slot is handed over, where go-redis alone gives up
 // after three tries within some 60 ms and returns the refusal.
 func TestCancelWaitsOutAMigratingSlot(t *testing.T) {
+	t.Parallel()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
 	c := newClient(t, cl, "cancel")

@@ -21,6 +21,7 @@ import (
 // slot map, reloaded in the background, still named the old master when
 // the retries ran out.
 func TestSendFollowsAskAndMoved(t *testing.T) {
+	t.Parallel()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
 	c := newClient(t, cl, "redirect")
