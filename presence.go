@@ -31,7 +31,8 @@ type presence struct {
 	me     string // "<kind>/<host>:<pid>:<nonce>"
 	topics []string
 	log    func(msg string, args ...any)
-	debug  func(msg string, args ...any) // a failed renewal
+	warn   func(msg string, args ...any) // a long wait for the namespace's keys
+	debug  func(msg string, args ...any) // a failed renewal, a refusal while the keys move
 	// alone: this client's coordinator (the local one) shares the namespace
 	// with nobody, so it is the one to stop when a renewal finds a neighbour
 	// (one cut off from Redis past presenceTTL, now back): yield is called.
@@ -40,7 +41,8 @@ type presence struct {
 }
 
 func (c *Client) newPresence(subs map[string]*subscription) *presence {
-	p := &presence{co: c.coord, me: c.processID(), log: c.cfg.logger.Error, debug: c.cfg.logger.Debug}
+	p := &presence{co: c.coord, me: c.processID(), log: c.cfg.logger.Error, warn: c.cfg.logger.Warn,
+		debug: c.cfg.logger.Debug}
 	p.alone = strings.HasPrefix(p.me, "local/")
 	for name := range subs {
 		p.topics = append(p.topics, name)
@@ -60,22 +62,44 @@ func (c *Client) processID() string {
 	return fmt.Sprintf("%s/%s:%d:%p", kind, host, os.Getpid(), c)
 }
 
+// presenceMoveWarn is how long join waits for the namespace's keys to be
+// whole again, while a Cluster's resharding moves them, before it says so
+// at Warn (and again every presenceMoveWarn).
+const presenceMoveWarn = 5 * time.Second
+
 // join adds the entry. A conflicting neighbour may be a process that just
 // crashed, whose entry outlives it by presenceTTL at most: join waits that
-// long for it to go before it fails with ErrNamespaceBusy.
+// long for it to go before it fails with ErrNamespaceBusy. A failing Redis
+// is tried five times before join fails; a refusal while the namespace's
+// hash slot moves between two Cluster masters (its keys split: TRYAGAIN) is
+// waited out, as the coordinator waits it out (rdb.SlotMoves).
 func (p *presence) join(ctx context.Context) error {
 	deadline := time.Now().Add(presenceTTL + presenceRenew/2)
-	for attempt := 1; ; attempt++ {
+	var moves rdb.SlotMoves
+	for attempt := 1; ; {
 		other, err := p.co.Presence(ctx, p.me, presenceTTL, "join", p.topics...)
+		pause, debug, warn, moving := moves.Refused(err, time.Now(), presenceMoveWarn)
 		switch {
 		case err == nil && other == "":
 			return nil
 		case err == nil && time.Now().After(deadline):
 			return fmt.Errorf("%w: %s consumes it (this process: %s)", ErrNamespaceBusy, other, p.me)
+		case moving && warn:
+			p.warn("rmq: recording this process's presence refused while the namespace's hash slot moves, for a "+
+				"while now; consuming once it is whole (a migration left open? redis-cli --cluster fix)",
+				"for", moves.Lasted(time.Now()).Round(time.Millisecond), "err", err)
+		case moving && debug:
+			p.debug("rmq: recording this process's presence refused while the namespace's hash slot moves; "+
+				"trying again soon", "err", err)
 		case err != nil && attempt >= 5:
 			return fmt.Errorf("rmq: record presence: %w", err)
 		}
-		wait.Sleep(ctx, min(backoff.Redis.Delay(attempt), presenceRenew/2))
+		if !moving {
+			moves.Reset()
+			pause = min(backoff.Redis.Delay(attempt), presenceRenew/2)
+			attempt++
+		}
+		wait.Sleep(ctx, pause)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rmq-go/rmq/internal/backoff"
+	"github.com/rmq-go/rmq/internal/rdb"
 )
 
 // heartbeat renews the membership every interval, and sooner when the
@@ -18,7 +19,7 @@ import (
 // lease TTL, when the leases are at risk (slotmoves.go).
 func (r *redisRun) heartbeat(ctx context.Context) {
 	failures := 0
-	var moves slotMoves
+	var moves rdb.SlotMoves
 	for {
 		wait := r.interval()
 		if id, _, _, _ := r.state(); id != "" {
@@ -26,11 +27,11 @@ func (r *redisRun) heartbeat(ctx context.Context) {
 			wait, err = r.beatOnce(ctx, id)
 			if err == nil {
 				failures = 0
-				moves.reset()
+				moves.Reset()
 			} else if pause, ok := r.slotMoving("heartbeat", &moves, err); ok {
 				wait = pause
 			} else {
-				moves.reset()
+				moves.Reset()
 				failures++
 				wait = min(backoff.Redis.Delay(failures), r.interval())
 				if ctx.Err() == nil {

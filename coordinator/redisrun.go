@@ -132,18 +132,18 @@ func (r *redisRun) run(ctx context.Context) error {
 	bg.Go(func() { r.heartbeat(background) })
 
 	failures := 0
-	var moves slotMoves // a reconcile refused while the coordinator's hash slot moves (slotmoves.go)
+	var moves rdb.SlotMoves // a reconcile refused while the coordinator's hash slot moves (slotmoves.go)
 	for {
 		err := r.reconcile(background)
 		var wait time.Duration
 		if err == nil {
 			failures = 0
-			moves.reset()
+			moves.Reset()
 			wait = r.nextLook()
 		} else if pause, ok := r.slotMoving("reconcile", &moves, err); ok {
 			wait = pause
 		} else {
-			moves.reset()
+			moves.Reset()
 			failures++
 			wait = min(backoff.Redis.Delay(failures), r.interval())
 			if failures == 1 || failures%20 == 0 {

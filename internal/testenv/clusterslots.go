@@ -90,7 +90,6 @@ func (c *PrivateCluster) FinishMigrationSlowly(ctx context.Context, hashSlot int
 func (c *PrivateCluster) finishMigration(ctx context.Context, hashSlot int, from, to ClusterMaster, perCall int, pause time.Duration) (time.Duration, int, error) {
 	src := redis.NewClient(&redis.Options{Addr: from.Addr})
 	defer src.Close()
-	host, port, _ := strings.Cut(to.Addr, ":")
 	var took time.Duration
 	moved := 0
 	for {
@@ -104,16 +103,34 @@ func (c *PrivateCluster) finishMigration(ctx context.Context, hashSlot int, from
 		if moved > 0 && pause > 0 {
 			time.Sleep(pause)
 		}
-		args := []any{"MIGRATE", host, port, "", 0, 60000, "KEYS"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
 		start := time.Now()
-		if err := src.Do(ctx, args...).Err(); err != nil {
-			return took, moved, fmt.Errorf("MIGRATE %v from %s: %w", keys, from.Addr, err)
+		if err := migrate(ctx, src, to, keys); err != nil {
+			return took, moved, err
 		}
 		took += time.Since(start)
 		moved += len(keys)
 	}
 	return took, moved, c.GiveSlot(ctx, hashSlot, to)
+}
+
+// MigrateKeys moves keys, all of one hash slot that StartMigration set
+// migrating from the master from to the master to, in one MIGRATE: a test
+// splits the slot's keys between the two masters by the keys it names.
+func (c *PrivateCluster) MigrateKeys(ctx context.Context, from, to ClusterMaster, keys ...string) error {
+	src := redis.NewClient(&redis.Options{Addr: from.Addr})
+	defer src.Close()
+	return migrate(ctx, src, to, keys)
+}
+
+// migrate moves keys from the node of src to the master to.
+func migrate(ctx context.Context, src *redis.Client, to ClusterMaster, keys []string) error {
+	host, port, _ := strings.Cut(to.Addr, ":")
+	args := []any{"MIGRATE", host, port, "", 0, 60000, "KEYS"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	if err := src.Do(ctx, args...).Err(); err != nil {
+		return fmt.Errorf("MIGRATE %v from %s: %w", keys, src.Options().Addr, err)
+	}
+	return nil
 }

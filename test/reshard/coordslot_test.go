@@ -2,6 +2,7 @@ package reshard_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/rdb"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
@@ -19,6 +21,15 @@ import (
 const (
 	coordHold     = 3 * time.Second
 	coordKeyPause = 300 * time.Millisecond
+)
+
+// presenceSplit is how long TestWorkerStartsWhileTheCoordinatorKeysMove
+// keeps the presence keys split, more than Start's five tries of a failing
+// Redis take (about a second); membersSplit how long the membership keys
+// are split after that.
+const (
+	presenceSplit = 2500 * time.Millisecond
+	membersSplit  = time.Second
 )
 
 // TestCoordinatorSlotMigratesUnderWorkers moves the hash slot of the Redis
@@ -58,10 +69,7 @@ func TestCoordinatorSlotMigratesUnderWorkers(t *testing.T) {
 
 	stop := l.produce(producer, 1)
 
-	hashSlot := testenv.KeySlot(ns)
-	from, to, err := cl.SlotMove(ctx, hashSlot)
-	require.NoError(t, err)
-	require.NoError(t, cl.StartMigration(ctx, hashSlot, from, to))
+	hashSlot, from, to := migrateCoordSlot(t, cl, ns)
 	time.Sleep(coordHold)
 	split := time.Now()
 	_, keys, err := cl.FinishMigrationSlowly(ctx, hashSlot, from, to, coordKeyPause)
@@ -86,4 +94,104 @@ func TestCoordinatorSlotMigratesUnderWorkers(t *testing.T) {
 	assert.Empty(t, l.sendErrs, "Send failed")
 	assert.Zero(t, l.overlaps.Load(), "two listeners held one slot at once")
 	assert.Empty(t, l.warned.Logged(), "logged at Warn while the coordinator's keys moved")
+}
+
+// TestWorkerStartsWhileTheCoordinatorKeysMove starts a third worker while
+// the Redis coordinator's keys are split between two masters: first its
+// presence keys (Start's entry for the namespace: every script on them is
+// refused, TRYAGAIN) for longer than the five tries Start gives a failing
+// Redis; then the presence keys are whole on the new master and the
+// membership keys split instead (the worker's join and every heartbeat
+// refused), before the rest move and the slot is handed over. Start waits
+// both out instead of failing; the worker joins and takes a share of the
+// slots once the keys are whole; every message sent is delivered, no two
+// listeners hold one slot at once, and nothing is logged at Warn.
+func TestWorkerStartsWhileTheCoordinatorKeysMove(t *testing.T) {
+	t.Parallel()
+	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
+	ctx := context.Background()
+	const ns = "coordjoin"
+	l, producer := startLedger(t, cl, ns)
+	require.Eventually(t, func() bool {
+		ws, err := producer.Workers(ctx)
+		return err == nil && len(ws) == 2
+	}, 30*time.Second, 50*time.Millisecond, "the two workers did not join")
+	stop := l.produce(producer, 1)
+
+	hashSlot, from, to := migrateCoordSlot(t, cl, ns)
+	keys := rdb.NewKeyspace(ns)
+	split := time.Now()
+	require.NoError(t, cl.MigrateKeys(ctx, from, to, keys.PresenceTopics()))
+
+	third := newClient(t, cl, ns, rmq.WithLogger(slog.New(&l.warned)))
+	require.NoError(t, third.Subscribe("t", l.listener(), rmq.WithThreads(2)))
+	done := make(chan error, 1)
+	go func() { done <- third.Start(context.Background()) }()
+	t.Cleanup(func() {
+		closing, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, third.Close(closing))
+	})
+	time.Sleep(presenceSplit)
+	// The presence keys whole again on the new master, the membership split.
+	require.NoError(t, cl.MigrateKeys(ctx, from, to, keys.Presence(), keys.Members()))
+	time.Sleep(membersSplit)
+	_, rest, err := cl.FinishMigration(ctx, hashSlot, from, to)
+	rest += 3
+	require.NoError(t, err)
+	whole := time.Now()
+
+	var returned bool // the third worker's Start returned
+	var startErr error
+	require.Eventually(t, func() bool {
+		select {
+		case startErr = <-done:
+			returned = true
+			return true
+		default:
+		}
+		ws, err := producer.Workers(ctx)
+		if err != nil || len(ws) != 3 {
+			return false
+		}
+		for _, w := range ws {
+			if w.OwnedSlots["t"] == 0 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "the third worker did not join and take slots")
+	require.False(t, returned, "the third worker's Start returned: %v", startErr)
+	shared := time.Now()
+	time.Sleep(time.Second)
+	stop()
+	closing, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, third.Close(closing))
+	require.NoError(t, <-done)
+
+	l.awaitDelivered(t)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Logf("the coordinator's hash slot %d (%d keys) migrated %s → %s, its keys split for %v (the presence keys "+
+		"for %v, then the members' for %v); the third worker held slots %v after the keys were whole; "+
+		"sent %d, delivered %d, send errors %v, overlapping listener calls %d", hashSlot, rest, from.Addr, to.Addr,
+		whole.Sub(split).Round(time.Millisecond), presenceSplit, membersSplit, shared.Sub(whole).Round(time.Millisecond),
+		len(l.acked), len(l.delivered), l.sendErrs, l.overlaps.Load())
+	assert.Greater(t, rest, 6, "the coordinator's other keys moved")
+	assert.Empty(t, l.sendErrs, "Send failed")
+	assert.Zero(t, l.overlaps.Load(), "two listeners held one slot at once")
+	assert.Empty(t, l.warned.Logged(), "logged at Warn while the coordinator's keys moved")
+}
+
+// migrateCoordSlot sets the hash slot of namespace ns's coordinator keys
+// (its hash tag) migrating from its master on cl to another, and returns
+// it and the two masters.
+func migrateCoordSlot(t *testing.T, cl *testenv.PrivateCluster, ns string) (hashSlot int, from, to testenv.ClusterMaster) {
+	t.Helper()
+	hashSlot = testenv.KeySlot(ns)
+	from, to, err := cl.SlotMove(context.Background(), hashSlot)
+	require.NoError(t, err)
+	require.NoError(t, cl.StartMigration(context.Background(), hashSlot, from, to))
+	return hashSlot, from, to
 }
