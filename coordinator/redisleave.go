@@ -13,6 +13,7 @@ import (
 // back as soon as its consumer released it (drain), so the next owner
 // starts at once, and only then ends its membership: until then its records
 // name a live worker, so nobody takes its slots before they are released.
+// Its calls wait out a split of the coordinator's keys (whileMoving).
 func (r *redisRun) leave(ctx context.Context) {
 	r.mu.Lock()
 	r.leaving = true
@@ -21,11 +22,15 @@ func (r *redisRun) leave(ctx context.Context) {
 	if id == "" {
 		return
 	}
-	if _, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(true), true); err != nil {
+	announce := func() error {
+		_, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(true), true)
+		return err
+	}
+	if err := r.whileMoving(ctx, "leave", announce); err != nil {
 		r.log.Warn("rmq: redis coordinator: announcing the leave failed", "err", err)
 	}
 	if _, _, last, _ := r.state(); last.Leader == id {
-		if err := r.lead(ctx, id, last.Version); err != nil {
+		if err := r.whileMoving(ctx, "leave", func() error { return r.lead(ctx, id, last.Version) }); err != nil {
 			r.log.Warn("rmq: redis coordinator: reassigning before leaving failed", "err", err)
 		}
 	}
@@ -41,7 +46,7 @@ func (r *redisRun) leave(ctx context.Context) {
 	}
 	ctx, cancel := r.drain(ctx, all)
 	defer cancel()
-	if err := r.co.Leave(ctx, id); err != nil {
+	if err := r.whileMoving(ctx, "leave", func() error { return r.co.Leave(ctx, id) }); err != nil {
 		r.log.Warn("rmq: redis coordinator: leave failed; the slots move when the membership expires", "err", err)
 		return
 	}

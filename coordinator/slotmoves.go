@@ -1,9 +1,11 @@
 package coordinator
 
 import (
+	"context"
 	"time"
 
 	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // slotMoving has the loop of what ("heartbeat", "reconcile") look at err: if
@@ -27,4 +29,26 @@ func (r *redisRun) slotMoving(what string, moves *rdb.SlotMoves, err error) (pau
 			"trying again soon", "err", err)
 	}
 	return min(pause, r.interval()), true
+}
+
+// whileMoving calls call until it returns anything but a refusal while the
+// coordinator's hash slot moves, waiting such refusals out as the loops do
+// (slotMoving logs them), for at most the lease TTL (past it this worker's
+// membership has expired anyway), or until ctx ends. It returns call's last
+// error. The leave's calls use it: a worker stopping while a resharding
+// splits the coordinator's keys hands its slots over once they are whole,
+// not a lease TTL later.
+func (r *redisRun) whileMoving(ctx context.Context, what string, call func() error) error {
+	var moves rdb.SlotMoves
+	for {
+		err := call()
+		if err == nil {
+			return nil
+		}
+		pause, ok := r.slotMoving(what, &moves, err)
+		if !ok || moves.Lasted(time.Now()) >= r.cfg.LeaseTTL || ctx.Err() != nil {
+			return err
+		}
+		wait.Sleep(ctx, pause)
+	}
 }
