@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/rmq-go/rmq/internal/rdb"
 	"github.com/rmq-go/rmq/internal/wait"
 )
 
@@ -22,15 +23,16 @@ func (r *redisRun) leave(ctx context.Context) {
 	if id == "" {
 		return
 	}
+	var moves rdb.SlotMoves // one row for the leave's calls: the membership lapses a lease TTL into a split anyway
 	announce := func() error {
 		_, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(true), true)
 		return err
 	}
-	if err := r.whileMoving(ctx, "leave", announce); err != nil {
+	if err := r.whileMoving(ctx, "leave", &moves, announce); err != nil {
 		r.log.Warn("rmq: redis coordinator: announcing the leave failed", "err", err)
 	}
 	if _, _, last, _ := r.state(); last.Leader == id {
-		if err := r.whileMoving(ctx, "leave", func() error { return r.lead(ctx, id, last.Version) }); err != nil {
+		if err := r.whileMoving(ctx, "leave", &moves, func() error { return r.lead(ctx, id, last.Version) }); err != nil {
 			r.log.Warn("rmq: redis coordinator: reassigning before leaving failed", "err", err)
 		}
 	}
@@ -46,7 +48,7 @@ func (r *redisRun) leave(ctx context.Context) {
 	}
 	ctx, cancel := r.drain(ctx, all)
 	defer cancel()
-	if err := r.whileMoving(ctx, "leave", func() error { return r.co.Leave(ctx, id) }); err != nil {
+	if err := r.whileMoving(ctx, "leave", &moves, func() error { return r.co.Leave(ctx, id) }); err != nil {
 		r.log.Warn("rmq: redis coordinator: leave failed; the slots move when the membership expires", "err", err)
 		return
 	}

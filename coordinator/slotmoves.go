@@ -33,19 +33,18 @@ func (r *redisRun) slotMoving(what string, moves *rdb.SlotMoves, err error) (pau
 
 // whileMoving calls call until it returns anything but a refusal while the
 // coordinator's hash slot moves, waiting such refusals out as the loops do
-// (slotMoving logs them), for at most the lease TTL (past it this worker's
-// membership has expired anyway), or until ctx ends. It returns call's last
-// error. The leave's calls use it: a worker stopping while a resharding
-// splits the coordinator's keys hands its slots over once they are whole,
-// not a lease TTL later.
-func (r *redisRun) whileMoving(ctx context.Context, what string, call func() error) error {
-	var moves rdb.SlotMoves
+// (slotMoving logs them), until the row in moves has lasted the lease TTL
+// (past it this worker's membership has expired anyway), or until ctx ends.
+// It returns call's last error. The leave's calls use it, sharing one row:
+// a worker stopping while a resharding splits the coordinator's keys hands
+// its slots over once they are whole, not a lease TTL later.
+func (r *redisRun) whileMoving(ctx context.Context, what string, moves *rdb.SlotMoves, call func() error) error {
 	for {
 		err := call()
 		if err == nil {
 			return nil
 		}
-		pause, ok := r.slotMoving(what, &moves, err)
+		pause, ok := r.slotMoving(what, moves, err)
 		if !ok || moves.Lasted(time.Now()) >= r.cfg.LeaseTTL || ctx.Err() != nil {
 			return err
 		}
