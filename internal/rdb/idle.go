@@ -14,7 +14,12 @@ const idleCheckSlots = 300
 // store, prepare or retry. On a single node it asks with one EXISTS per
 // idleCheckSlots slots, so a consumer's idle slots cost Redis a command per
 // few hundred of them per look; on a Cluster, whose slots live under
-// different hash tags, with one EXISTS per slot. Both in one pipeline.
+// different hash tags, with one EXISTS per slot. Both in one pipeline. A
+// Cluster slot whose hash slot moves between two masters has its EXISTS
+// refused (its keys missing on both: TRYAGAIN); that is no failure, and it
+// counts as empty: wake-ups are still published on the slot's channel, and
+// its channel's move to the new master, which follows the slot's, wakes it
+// (shardsub.go). The other slots' answers stand.
 func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, error) {
 	if len(slots) == 0 {
 		return false, nil
@@ -38,12 +43,23 @@ func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, e
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.topo.failed(err)
-		return false, err
 	}
+	moving := 0
 	for _, c := range cmds {
-		if c.Val() > 0 {
-			return true, nil
+		switch err := c.Err(); {
+		case err == nil:
+			if c.Val() > 0 {
+				return true, nil
+			}
+		case SlotMoving(err):
+			moving++
+		default:
+			return false, err
 		}
+	}
+	if moving > 0 {
+		b.log.Debug("rmq: idle sweep: slots whose hash slot moves were refused; their wake-ups, and the "+
+			"resubscription that follows the move, stand for them", "slots", moving)
 	}
 	return false, nil
 }

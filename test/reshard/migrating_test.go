@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/rdb"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
@@ -173,4 +175,58 @@ func TestCancelWaitsOutAMigratingSlot(t *testing.T) {
 	n, err := nodeClient(t, to.Addr).ZCard(ctx, "cancel:{t:0}:store").Result()
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), n, "the other message stays")
+}
+
+// TestIdleSweepWaitsOutAMigratingSlot: a consumer whose slots are all empty
+// sweeps them often (WithIdleSweep) while one topic slot's hash slot is held
+// migrating to another master. The sweep's EXISTS of that slot's keys is
+// refused meanwhile (its keys missing on both masters: TRYAGAIN), which is no
+// failure: the other slots' answers stand, so a message stored in another
+// slot without a wake-up during the hold is found by the sweep before the
+// hold ends, and nothing is logged at Warn. Before, the one refusal failed
+// the whole sweep: a Warn line per sweep, and the message waited for the
+// end of the migration.
+func TestIdleSweepWaitsOutAMigratingSlot(t *testing.T) {
+	t.Parallel()
+	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
+	ctx := context.Background()
+	var warned testenv.Warnings
+	c := newClient(t, cl, "sweep", rmq.WithLogger(slog.New(&warned)), rmq.WithIdleSweep(50*time.Millisecond))
+	const slots = 16
+	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: slots, Type: rmq.FixedTime}))
+	got := make(chan string, 64)
+	require.NoError(t, c.Subscribe("t", rmq.ListenerFunc(func(_ context.Context, m *rmq.Message) error {
+		got <- string(m.Content)
+		return nil
+	}), rmq.WithThreads(1)))
+	start(t, c)
+	time.Sleep(500 * time.Millisecond) // every slot parked, swept
+
+	hashSlot := testenv.KeySlot("t:0")
+	from, to, err := cl.SlotMove(ctx, hashSlot)
+	require.NoError(t, err)
+	require.NoError(t, cl.StartMigration(ctx, hashSlot, from, to))
+	held := time.Now()
+	time.Sleep(300 * time.Millisecond) // a few sweeps refused
+	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { r.Close() })
+	keys := rdb.NewKeyspace("sweep").Slots("t", slots)
+	stored := time.Now()
+	require.NoError(t, r.ZAdd(ctx, keys[5].Store, redis.Z{Score: 100, Member: "unannounced"}).Err())
+	var found time.Duration
+	select {
+	case m := <-got:
+		found = time.Since(stored)
+		assert.Equal(t, "unannounced", m)
+	case <-time.After(time.Until(held.Add(migratingHold))):
+		t.Errorf("a message stored without a wake-up was not found while another slot's hash slot was migrating")
+	}
+	time.Sleep(time.Until(held.Add(migratingHold)))
+	_, _, err = cl.FinishMigration(ctx, hashSlot, from, to)
+	require.NoError(t, err)
+	time.Sleep(300 * time.Millisecond)
+	t.Logf("hash slot %d of topic slot 0 held migrating %s → %s for %v; a message stored without a wake-up in "+
+		"slot 5 meanwhile was found by the sweep after %v", hashSlot, from.Addr, to.Addr, migratingHold,
+		found.Round(time.Millisecond))
+	assert.Empty(t, warned.Logged(), "logged at Warn while a swept slot's hash slot was migrating")
 }
