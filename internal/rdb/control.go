@@ -54,7 +54,11 @@ func (b *redisBroker) DeleteSlot(ctx context.Context, keys SlotKeys, force bool)
 func (b *redisBroker) DeleteTopic(ctx context.Context, topic string) error {
 	k := b.keys
 	pipe := b.rdb.Pipeline()
-	pipe.Del(ctx, k.Assignment(topic), k.Stats(topic), k.BreakerStates(topic))
+	// One key per DEL: a multi-key DEL is refused (TRYAGAIN) while the
+	// namespace's hash slot migrates and some of its keys are missing.
+	pipe.Del(ctx, k.Assignment(topic))
+	pipe.Del(ctx, k.Stats(topic))
+	pipe.Del(ctx, k.BreakerStates(topic))
 	now := time.Now().Unix() / 60
 	for m := now - int64(statsMinuteTTL/time.Minute) - 1; m <= now+1; m++ {
 		pipe.Del(ctx, k.StatsMinute(topic, m))

@@ -177,6 +177,39 @@ func TestCancelWaitsOutAMigratingSlot(t *testing.T) {
 	assert.Equal(t, int64(1), n, "the other message stays")
 }
 
+// TestDeleteTopicWhileTheNamespaceSlotMigrates deletes a topic while the
+// hash slot of the namespace's own keys (the topic's assignment, shared
+// metrics and breaker states among them) is held migrating, those keys
+// still on the old master and the breaker states missing: its records are
+// deleted one key per DEL, each following ASK where the key is missing, so
+// the call succeeds and the keys are gone. Before, one DEL of all three was
+// refused (TRYAGAIN: some of its keys missing) and DeleteTopic failed.
+func TestDeleteTopicWhileTheNamespaceSlotMigrates(t *testing.T) {
+	t.Parallel()
+	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
+	ctx := context.Background()
+	const ns = "deltopic"
+	c := newClient(t, cl, ns)
+	require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "t", SlotAmount: 4, Type: rmq.Priority}))
+	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { r.Close() })
+	k := rdb.NewKeyspace(ns)
+	require.NoError(t, r.Set(ctx, k.Assignment("t"), "0:w", 0).Err())
+	require.NoError(t, r.HSet(ctx, k.Stats("t"), "delivered", 1).Err())
+
+	hashSlot, from, to := migrateCoordSlot(t, cl, ns)
+	require.NoError(t, c.DeleteTopic(ctx, "t"))
+	n, err := r.Exists(ctx, k.Assignment("t")).Result()
+	require.NoError(t, err)
+	m, err := r.Exists(ctx, k.Stats("t")).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n+m, "the topic's records are gone")
+	err = newClient(t, cl, ns).Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("x"), Priority: 20})
+	assert.ErrorIs(t, err, rmq.ErrUnknownTopic, "the topic is no longer defined")
+	_, _, err = cl.FinishMigration(ctx, hashSlot, from, to)
+	require.NoError(t, err)
+}
+
 // TestIdleSweepWaitsOutAMigratingSlot: a consumer whose slots are all empty
 // sweeps them often (WithIdleSweep) while one topic slot's hash slot is held
 // migrating to another master. The sweep's EXISTS of that slot's keys is
