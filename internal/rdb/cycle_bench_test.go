@@ -122,3 +122,51 @@ func BenchmarkCyclesAtLowRate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCyclesClusterGroup measures a group of four cycle calls on one
+// master of the Cluster of RMQ_CLUSTER_ADDRS (Cycles, as a thread's slots
+// that reach ahead pop together there), back to back: each call looks at a
+// slot whose 30 messages are due later. It reports the time per group.
+func BenchmarkCyclesClusterGroup(b *testing.B) {
+	be := testenv.Cluster(b)
+	cc := be.Redis.(*redis.ClusterClient)
+	ks := NewKeyspace(testenv.Namespace(b, be))
+	br, ctx := New(be.Redis, ks), context.Background()
+	var slots []SlotKeys
+	var master string
+	later := time.Now().Add(time.Hour).UnixMilli()
+	for i := 0; len(slots) < 4; i++ {
+		k := ks.Slot("bench", i)
+		node, err := cc.MasterForKey(ctx, k.Store)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if master == "" {
+			master = node.Options().Addr
+		}
+		if node.Options().Addr != master {
+			continue
+		}
+		zs := make([]redis.Z, 30)
+		for j := range zs {
+			zs[j] = redis.Z{Score: float64(later + int64(j)), Member: fmt.Sprintf("%02d-%061d", i, j)}
+		}
+		if err := be.Redis.ZAdd(ctx, k.Store, zs...).Err(); err != nil {
+			b.Fatal(err)
+		}
+		slots = append(slots, k)
+	}
+	calls := make([]*SlotCycle, len(slots))
+	b.ResetTimer()
+	for b.Loop() {
+		for i, k := range slots {
+			calls[i] = &SlotCycle{Keys: k, Req: &CycleRequest{Max: 256, Timeout: 30 * time.Second, Waits: noWaits, Ahead: time.Second}}
+		}
+		br.Cycles(ctx, calls)
+		for _, c := range calls {
+			if c.Err != nil {
+				b.Fatal(c.Err)
+			}
+		}
+	}
+}

@@ -23,14 +23,10 @@ import (
 // the reply ended that master's subscription with a Warn line, again at
 // each try.
 func TestShardSubOutlastsANodeReset(t *testing.T) {
-	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	ctx := context.Background()
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
-	defer client.Close()
 	var warned testenv.Warnings
-	ks := NewKeyspace("reset")
-	br := New(client, ks, WithLogger(slog.New(&warned))).(*redisBroker)
-	defer br.Close(ctx)
+	cl, client, br := privateBroker(t, "reset", WithLogger(slog.New(&warned)))
+	ks := br.keys
 
 	masters, err := cl.Masters(ctx)
 	require.NoError(t, err)
