@@ -57,7 +57,7 @@ func TestClusterSweepsEveryTwentiethPoll(t *testing.T) {
 	b := testenv.Cluster(t)
 	ctx := context.Background()
 	ex := &existsCounter{}
-	b.Redis.AddHook(ex)
+	testenv.HookNodes(t, b.Redis.(*redis.ClusterClient), func(*redis.Client) redis.Hook { return ex })
 	c := newClient(t, b, rmq.WithIdlePoll(100*time.Millisecond))
 	const slots = 256
 	define(t, c, "sparse", slots, rmq.FixedTime)

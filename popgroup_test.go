@@ -37,11 +37,7 @@ func (g *groupCounter) watch(t *testing.T, b testenv.Backend) {
 		return
 	}
 	g.cluster = cc
-	cc.OnNewNode(func(n *redis.Client) { n.AddHook(&groupHook{g: g, addr: n.Options().Addr}) })
-	require.NoError(t, cc.ForEachShard(context.Background(), func(_ context.Context, n *redis.Client) error {
-		n.AddHook(&groupHook{g: g, addr: n.Options().Addr})
-		return nil
-	}))
+	testenv.HookNodes(t, cc, func(n *redis.Client) redis.Hook { return &groupHook{g: g, addr: n.Options().Addr} })
 }
 
 // groupHook is groupCounter's hook on one client: a node's at addr on a
