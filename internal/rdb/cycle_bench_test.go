@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -167,6 +168,27 @@ func BenchmarkCyclesClusterGroup(b *testing.B) {
 			if c.Err != nil {
 				b.Fatal(c.Err)
 			}
+		}
+	}
+}
+
+// BenchmarkAnyWaitingCluster measures an idle sweep of 1,600 empty slots
+// (a thread's share of 100 topics × 256 slots over 16 threads) on the
+// Cluster of RMQ_CLUSTER_ADDRS: one EXISTS per slot, one pipeline per
+// master. It reports the time per sweep.
+func BenchmarkAnyWaitingCluster(b *testing.B) {
+	be := testenv.Cluster(b)
+	ks := NewKeyspace(testenv.Namespace(b, be))
+	br, ctx := New(be.Redis, ks), context.Background()
+	var slots []SlotKeys
+	for topic := range 7 {
+		slots = append(slots, ks.Slots("idle"+strconv.Itoa(topic), 256)...)
+	}
+	slots = slots[:1600]
+	for b.Loop() {
+		waiting, err := br.AnyWaiting(ctx, slots)
+		if err != nil || waiting {
+			b.Fatal(waiting, err)
 		}
 	}
 }
