@@ -36,15 +36,17 @@ type RedisSlot struct {
 }
 
 // RedisMembers lists the unexpired workers of the Redis coordinator in
-// namespace, sorted by id. It reads two keys and the Redis time.
+// namespace, sorted by id. It reads three keys and the Redis time, in one
+// round trip.
 func RedisMembers(ctx context.Context, client redis.UniversalClient, namespace string) ([]RedisMember, error) {
 	keys := rdb.NewKeyspace(namespace)
-	pipe := client.Pipeline()
+	p := rdb.NewRoutedPipeline(client)
+	pipe := p.On(ctx, keys.Members()) // every key of the namespace shares its hash tag
 	members := pipe.ZRangeWithScores(ctx, keys.Members(), 0, -1)
 	descs := pipe.HGetAll(ctx, keys.Workers())
 	leader := pipe.Get(ctx, keys.Leader())
 	now := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	if err := p.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("rmq: redis coordinator members: %w", err)
 	}
 	var out []RedisMember

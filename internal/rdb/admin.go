@@ -12,14 +12,15 @@ func (b *redisBroker) Cancel(ctx context.Context, keys SlotKeys, member []byte) 
 	return n > 0, err
 }
 
-// Counts implements Broker.
+// Counts implements Broker: four ZCARDs per slot, routed (RoutedPipeline).
 func (b *redisBroker) Counts(ctx context.Context, slots []SlotKeys) ([]SlotCounts, error) {
-	pipe := b.rdb.Pipeline()
+	p := NewRoutedPipeline(b.rdb)
 	cmds := make([][4]*redis.IntCmd, len(slots))
 	for i, k := range slots {
+		pipe := p.On(ctx, k.Store)
 		cmds[i] = [4]*redis.IntCmd{pipe.ZCard(ctx, k.Store), pipe.ZCard(ctx, k.Retry), pipe.ZCard(ctx, k.Prepare), pipe.ZCard(ctx, k.Dead)}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := p.Exec(ctx); err != nil {
 		return nil, err
 	}
 	out := make([]SlotCounts, len(slots))

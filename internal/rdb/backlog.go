@@ -2,7 +2,6 @@ package rdb
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -16,19 +15,25 @@ type SlotBacklog struct {
 
 // Backlog implements Broker: per slot four ZCARDs and, with dueTimes, the
 // lowest store score above MaxRetries, all in one pipeline: O(slots)
-// commands whatever the sets hold. It also returns the Redis time in ms.
+// commands whatever the sets hold, routed (RoutedPipeline). It also returns
+// the Redis time in ms.
 func (b *redisBroker) Backlog(ctx context.Context, slots []SlotKeys, dueTimes bool) ([]SlotBacklog, int64, error) {
-	pipe := b.rdb.Pipeline()
+	p := NewRoutedPipeline(b.rdb)
 	cards := make([][4]*redis.IntCmd, len(slots))
 	heads := make([]*redis.ZSliceCmd, len(slots))
 	for i, k := range slots {
+		pipe := p.On(ctx, k.Store)
 		cards[i] = [4]*redis.IntCmd{pipe.ZCard(ctx, k.Store), pipe.ZCard(ctx, k.Retry), pipe.ZCard(ctx, k.Prepare), pipe.ZCard(ctx, k.Dead)}
 		if dueTimes {
 			heads[i] = pipe.ZRangeByScoreWithScores(ctx, k.Store, &redis.ZRangeBy{Min: "(16", Max: "+inf", Count: 1})
 		}
 	}
-	now := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	timeKey := "" // TIME goes to a node already asked
+	if len(slots) > 0 {
+		timeKey = slots[0].Store
+	}
+	now := p.On(ctx, timeKey).Time(ctx)
+	if err := p.Exec(ctx); err != nil {
 		return nil, 0, err
 	}
 	out := make([]SlotBacklog, len(slots))

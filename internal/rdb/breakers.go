@@ -24,14 +24,15 @@ const breakerStatesTTL = time.Minute
 
 // ShareBreakers implements Broker: HSET (with the key's expiry renewed) or
 // HDEL per topic, in one pipeline (every key shares the namespace's hash
-// tag).
+// tag), routed (RoutedPipeline).
 func (b *redisBroker) ShareBreakers(ctx context.Context, process string, states []BreakerShare) error {
 	if len(states) == 0 {
 		return nil
 	}
-	pipe := b.rdb.Pipeline()
+	p := NewRoutedPipeline(b.rdb)
 	for _, s := range states {
 		key := b.keys.BreakerStates(s.Topic)
+		pipe := p.On(ctx, key)
 		if s.State == "" {
 			pipe.HDel(ctx, key, process)
 			continue
@@ -39,8 +40,7 @@ func (b *redisBroker) ShareBreakers(ctx context.Context, process string, states 
 		pipe.HSet(ctx, key, process, s.State+"|"+strconv.FormatInt(s.AtMs, 10))
 		pipe.PExpire(ctx, key, breakerStatesTTL)
 	}
-	_, err := pipe.Exec(ctx)
-	return err
+	return p.Exec(ctx)
 }
 
 // BreakerStates implements Broker.

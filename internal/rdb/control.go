@@ -49,11 +49,12 @@ func (b *redisBroker) DeleteSlot(ctx context.Context, keys SlotKeys, force bool)
 
 // DeleteTopic removes topic's records beside its slots (assignment, shared
 // metrics of the last two hours, breaker states, flow control) without
-// SCAN, the names
-// being known, in one pipeline; then, once they are gone, its definition.
+// SCAN, the names being known, in one routed pipeline (RoutedPipeline);
+// then, once they are gone, its definition.
 func (b *redisBroker) DeleteTopic(ctx context.Context, topic string) error {
 	k := b.keys
-	pipe := b.rdb.Pipeline()
+	p := NewRoutedPipeline(b.rdb)
+	pipe := p.On(ctx, k.Topics())
 	// One key per DEL: a multi-key DEL is refused (TRYAGAIN) while the
 	// namespace's hash slot migrates and some of its keys are missing.
 	pipe.Del(ctx, k.Assignment(topic))
@@ -64,7 +65,7 @@ func (b *redisBroker) DeleteTopic(ctx context.Context, topic string) error {
 		pipe.Del(ctx, k.StatsMinute(topic, m))
 	}
 	pipe.HDel(ctx, k.Controls(), topic+"|paused", topic+"|limit")
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := p.Exec(ctx); err != nil {
 		return err
 	}
 	return b.rdb.HDel(ctx, k.Topics(), topic).Err()

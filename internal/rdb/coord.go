@@ -2,7 +2,6 @@ package rdb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -198,12 +197,12 @@ func (c *coordination) Assignments(ctx context.Context, topics []string) ([]stri
 
 // Owners implements Coordination.
 func (c *coordination) Owners(ctx context.Context, slots []SlotKeys) ([]string, error) {
-	pipe := c.rdb.Pipeline()
+	p := NewRoutedPipeline(c.rdb)
 	cmds := make([]*redis.StringCmd, len(slots))
 	for i, s := range slots {
-		cmds[i] = pipe.Get(ctx, s.Owner)
+		cmds[i] = p.On(ctx, s.Owner).Get(ctx, s.Owner)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	if err := p.Exec(ctx); err != nil {
 		return nil, err
 	}
 	out := make([]string, len(slots))
@@ -278,10 +277,10 @@ func (c *coordination) PresentWorkers(ctx context.Context) (map[string]time.Time
 	return out, nil
 }
 
-// runEach runs script n times in one pipeline, with the keys and arguments
-// args(i) gives call i, and returns the replies in order. Scripts go as
-// EVALSHA; if the server lacks one (after a restart or failover), it is
-// loaded and the calls that failed go again.
+// runEach runs script n times in one routed pipeline (RoutedPipeline), with
+// the keys and arguments args(i) gives call i, and returns the replies in
+// order. Scripts go as EVALSHA; if the server lacks one (after a restart or
+// failover), it is loaded and the calls that failed go again.
 func runEach(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, n int,
 	args func(i int) ([]string, []any)) ([]any, error) {
 	out := make([]any, n)
@@ -290,13 +289,13 @@ func runEach(ctx context.Context, rdb redis.UniversalClient, script *redis.Scrip
 		todo[i] = i
 	}
 	for attempt := 0; len(todo) > 0; attempt++ {
-		pipe := rdb.Pipeline()
+		p := NewRoutedPipeline(rdb)
 		cmds := make([]*redis.Cmd, len(todo))
 		for j, i := range todo {
 			keys, a := args(i)
-			cmds[j] = script.EvalSha(ctx, pipe, keys, a...)
+			cmds[j] = script.EvalSha(ctx, p.On(ctx, keys[0]), keys, a...)
 		}
-		_, _ = pipe.Exec(ctx) // errors are read per command below
+		_ = p.Exec(ctx) // errors are read per command below
 		var again []int
 		for j, cmd := range cmds {
 			err := cmd.Err()

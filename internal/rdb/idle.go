@@ -2,7 +2,6 @@ package rdb
 
 import (
 	"context"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -16,9 +15,9 @@ const idleCheckSlots = 300
 // idleCheckSlots slots, so a consumer's idle slots cost Redis a command per
 // few hundred of them per look, in one pipeline; on a Cluster, whose slots
 // live under different hash tags, with one EXISTS per slot, in one pipeline
-// per master on that master's own connections (existsByMaster). A Cluster
-// slot whose hash slot moves between two masters has its EXISTS refused
-// (redirected, or TRYAGAIN: its keys missing on both); that is no failure,
+// per master on that master's own connections (RoutedPipeline). A Cluster
+// slot whose hash slot migrates between two masters may have its EXISTS
+// refused (TRYAGAIN: some of its keys missing on both); that is no failure,
 // and it counts as empty: wake-ups are still published on the slot's
 // channel, and its channel's move to the new master, which follows the
 // slot's, wakes it (shardsub.go). The other slots' answers stand.
@@ -26,14 +25,15 @@ func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, e
 	if len(slots) == 0 {
 		return false, nil
 	}
+	p := NewRoutedPipeline(b.rdb)
 	var cmds []*redis.IntCmd
 	if b.topo != nil {
-		var err error
-		if cmds, err = b.existsByMaster(ctx, slots); err != nil {
-			return false, err
+		cmds = make([]*redis.IntCmd, len(slots))
+		for i, k := range slots {
+			cmds[i] = p.On(ctx, k.Store).Exists(ctx, k.Store, k.Prepare, k.Retry)
 		}
 	} else {
-		pipe := b.rdb.Pipeline()
+		pipe := p.On(ctx, "")
 		for start := 0; start < len(slots); start += idleCheckSlots {
 			chunk := slots[start:min(start+idleCheckSlots, len(slots))]
 			keys := make([]string, 0, 3*len(chunk))
@@ -42,8 +42,8 @@ func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, e
 			}
 			cmds = append(cmds, pipe.Exists(ctx, keys...))
 		}
-		_, _ = pipe.Exec(ctx) // each command carries its own error
 	}
+	_ = p.Exec(ctx) // each command carries its own error
 	moving := 0
 	for _, c := range cmds {
 		switch err := c.Err(); {
@@ -64,37 +64,4 @@ func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, e
 			"resubscription that follows the move, stand for them", "slots", moving)
 	}
 	return false, nil
-}
-
-// existsByMaster sends each slot's EXISTS of its keys to the master the
-// slot map names for it, one pipeline per master on its own connections,
-// the masters at once. Not through go-redis's Cluster pipeline: that one
-// re-sends a node's whole batch when its first command is refused with
-// TRYAGAIN while also sending a redirected command of the batch to its new
-// node, running one command from two goroutines at once (Cycles).
-func (b *redisBroker) existsByMaster(ctx context.Context, slots []SlotKeys) ([]*redis.IntCmd, error) {
-	pipes := make(map[string]redis.Pipeliner)
-	var order []redis.Pipeliner
-	cmds := make([]*redis.IntCmd, len(slots))
-	for i, k := range slots {
-		node, err := b.topo.client.MasterForKey(ctx, k.Store)
-		if err != nil {
-			b.topo.failed(err)
-			return nil, err
-		}
-		addr := node.Options().Addr
-		p := pipes[addr]
-		if p == nil {
-			p = node.Pipeline()
-			pipes[addr] = p
-			order = append(order, p)
-		}
-		cmds[i] = p.Exists(ctx, k.Store, k.Prepare, k.Retry)
-	}
-	var wg sync.WaitGroup
-	for _, p := range order {
-		wg.Go(func() { _, _ = p.Exec(ctx) }) // each command carries its own error
-	}
-	wg.Wait()
-	return cmds, nil
 }

@@ -30,7 +30,8 @@ type PendingEntry struct {
 // the cycle pops them (time topics lowest score first, Priority highest
 // first), then the first limit of retry, soonest first; one round trip.
 func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool) ([]PendingEntry, error) {
-	pipe := b.rdb.Pipeline()
+	p := NewRoutedPipeline(b.rdb)
+	pipe := p.On(ctx, keys.Store) // every key of a slot shares its hash tag
 	var store *redis.ZSliceCmd
 	if priority {
 		store = pipe.ZRevRangeWithScores(ctx, keys.Store, 0, limit-1)
@@ -38,7 +39,7 @@ func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, p
 		store = pipe.ZRangeWithScores(ctx, keys.Store, 0, limit-1)
 	}
 	retry := pipe.ZRangeWithScores(ctx, keys.Retry, 0, limit-1)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := p.Exec(ctx); err != nil {
 		return nil, err
 	}
 	out := make([]PendingEntry, 0, len(store.Val())+len(retry.Val()))

@@ -20,11 +20,12 @@ type StatsDelta struct {
 const statsMinuteTTL = 2 * time.Hour
 
 // AddStats adds deltas in one pipeline (every key shares the namespace's
-// hash tag).
+// hash tag), routed (RoutedPipeline: an increment runs once).
 func (b *redisBroker) AddStats(ctx context.Context, deltas []StatsDelta) error {
-	pipe := b.rdb.Pipeline()
+	p := NewRoutedPipeline(b.rdb)
 	for _, d := range deltas {
 		total, minute := b.keys.Stats(d.Topic), b.keys.StatsMinute(d.Topic, d.Minute)
+		pipe := p.On(ctx, total)
 		for f, n := range d.Fields {
 			if n != 0 {
 				pipe.HIncrBy(ctx, total, f, n)
@@ -33,20 +34,20 @@ func (b *redisBroker) AddStats(ctx context.Context, deltas []StatsDelta) error {
 		}
 		pipe.Expire(ctx, minute, statsMinuteTTL)
 	}
-	_, err := pipe.Exec(ctx)
-	return err
+	return p.Exec(ctx)
 }
 
 // Stats returns topic's all-time shared metrics and those of the minutes
 // from..to (Unix minutes, both included), oldest first.
 func (b *redisBroker) Stats(ctx context.Context, topic string, from, to int64) (map[string]int64, []map[string]int64, error) {
-	pipe := b.rdb.Pipeline()
+	p := NewRoutedPipeline(b.rdb)
+	pipe := p.On(ctx, b.keys.Stats(topic))
 	total := pipe.HGetAll(ctx, b.keys.Stats(topic))
 	var minutes []*redis.MapStringStringCmd
 	for m := from; m <= to; m++ {
 		minutes = append(minutes, pipe.HGetAll(ctx, b.keys.StatsMinute(topic, m)))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := p.Exec(ctx); err != nil {
 		return nil, nil, err
 	}
 	out := make([]map[string]int64, len(minutes))

@@ -1,0 +1,104 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RoutedPipeline pipelines commands by their keys: on a single node, all on
+// one pipeline; on a Cluster, each on a pipeline of the master that the
+// client's slot map names for its key, on that master's own connections,
+// the masters at once.
+//
+// Not through go-redis's Cluster pipeline: when a node's batch has a command
+// redirected (MOVED, ASK) and its first command refused with a retryable
+// error (CLUSTERDOWN, LOADING, TRYAGAIN, …), or its connection fails after
+// the redirection was read, go-redis v9.23 sends the node's whole batch
+// again while also sending the redirected command to its new node: that
+// command runs twice, from two goroutines at once (a data race, and an
+// increment counted twice). Here each command's refusal is its own: one
+// redirected (it did not run) goes again on its own through the Cluster
+// client, which follows the redirection; any other error stays with its
+// command.
+type RoutedPipeline struct {
+	client redis.UniversalClient
+	topo   *topology
+	// one is a single node's pipeline or, on a Cluster, the client's own for
+	// the keys its slot map cannot place (go-redis then reports why on each).
+	one   redis.Pipeliner
+	pipes map[string]redis.Pipeliner // a Cluster's, by master address
+	order []redis.Pipeliner
+}
+
+// NewRoutedPipeline returns an empty RoutedPipeline of client.
+func NewRoutedPipeline(client redis.UniversalClient) *RoutedPipeline {
+	return &RoutedPipeline{client: client, topo: topologyOf(client)}
+}
+
+// On returns the pipeline to queue a command on key to.
+func (p *RoutedPipeline) On(ctx context.Context, key string) redis.Pipeliner {
+	if p.topo != nil {
+		node, err := p.topo.client.MasterForKey(ctx, key)
+		if err == nil {
+			return p.onNode(node)
+		}
+		p.topo.failed(err)
+	}
+	if p.one == nil {
+		p.one = p.client.Pipeline()
+		p.order = append(p.order, p.one)
+	}
+	return p.one
+}
+
+// Exec sends every pipeline, then each command redirected on its own, and
+// returns the first error of a command other than redis.Nil (a missing key
+// is an answer, not a failure); each command carries its own. It empties
+// the pipelines.
+func (p *RoutedPipeline) Exec(ctx context.Context) error {
+	done := make([][]redis.Cmder, len(p.order))
+	if len(p.order) == 1 {
+		done[0], _ = p.order[0].Exec(ctx)
+	} else {
+		var wg sync.WaitGroup
+		for i, pipe := range p.order {
+			wg.Go(func() { done[i], _ = pipe.Exec(ctx) }) // each command carries its own error
+		}
+		wg.Wait()
+	}
+	var first error
+	for _, cmds := range done {
+		for _, cmd := range cmds {
+			err := cmd.Err()
+			if err == nil {
+				continue
+			}
+			if p.topo != nil && redirected(err) {
+				p.topo.failed(err)
+				err = p.client.Process(ctx, cmd)
+			}
+			if err != nil && !errors.Is(err, redis.Nil) && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// onNode returns the pipeline of a Cluster's master node.
+func (p *RoutedPipeline) onNode(node *redis.Client) redis.Pipeliner {
+	addr := node.Options().Addr
+	pipe := p.pipes[addr]
+	if pipe == nil {
+		if p.pipes == nil {
+			p.pipes = make(map[string]redis.Pipeliner)
+		}
+		pipe = node.Pipeline()
+		p.pipes[addr] = pipe
+		p.order = append(p.order, pipe)
+	}
+	return pipe
+}
