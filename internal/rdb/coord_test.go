@@ -185,6 +185,23 @@ func TestClaimAndReleaseOwnerRecords(t *testing.T) {
 	})
 }
 
+// A slot without an owner record reads "", and a failed read of another
+// slot's is returned, not hidden behind the missing one.
+func TestOwnersReturnsAFailureAfterAMissingRecord(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		f := newCoordFixture(t, b)
+		slots := f.ks.Slots("t", 3)
+		require.NoError(t, b.Redis.Set(f.ctx, slots[2].Owner, "7:a", 0).Err())
+		owners, err := f.co.Owners(f.ctx, slots)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"", "", "7:a"}, owners)
+
+		require.NoError(t, b.Redis.SAdd(f.ctx, slots[1].Owner, "not a record").Err())
+		_, err = f.co.Owners(f.ctx, slots)
+		assert.ErrorContains(t, err, "WRONGTYPE")
+	})
+}
+
 func TestClaimLoadsTheScriptAfterAFlush(t *testing.T) {
 	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
 		f := newCoordFixture(t, b)
