@@ -56,8 +56,9 @@ func (p *RoutedPipeline) On(ctx context.Context, key string) redis.Pipeliner {
 
 // Exec sends every pipeline, then each command redirected on its own, and
 // returns the first error of a command other than redis.Nil (a missing key
-// is an answer, not a failure); each command carries its own. It empties
-// the pipelines.
+// is an answer, not a failure); each command carries its own. A failure that
+// says the slot map may be stale (a dead master, CLUSTERDOWN, …) asks for
+// its reload (topology.failed). It empties the pipelines.
 func (p *RoutedPipeline) Exec(ctx context.Context) error {
 	done := make([][]redis.Cmder, len(p.order))
 	if len(p.order) == 1 {
@@ -71,6 +72,7 @@ func (p *RoutedPipeline) Exec(ctx context.Context) error {
 	}
 	var first error
 	for _, cmds := range done {
+		reported := false // a node's failure asks for a reload of the slot map once
 		for _, cmd := range cmds {
 			err := cmd.Err()
 			if err == nil {
@@ -80,7 +82,13 @@ func (p *RoutedPipeline) Exec(ctx context.Context) error {
 				p.topo.failed(err)
 				err = p.client.Process(ctx, cmd)
 			}
-			if err != nil && !errors.Is(err, redis.Nil) && first == nil {
+			if err == nil || errors.Is(err, redis.Nil) {
+				continue
+			}
+			if !reported {
+				reported = p.topo.failed(err)
+			}
+			if first == nil {
 				first = err
 			}
 		}

@@ -107,3 +107,18 @@ func TestRoutedPipelineAnswersEachCommand(t *testing.T) {
 		assert.Equal(t, int64(4), counted.Val())
 	})
 }
+
+// A refusal that says the slot map is stale (CLUSTERDOWN Hash slot not
+// served) asks for the map's reload, as the Cluster client's own pipeline
+// did.
+func TestRoutedPipelineReloadsTheSlotMapAfterARefusal(t *testing.T) {
+	ctx := context.Background()
+	client, unserved, _ := unservedAndMoved(t)
+	topo := topologyOf(client)
+	require.Zero(t, topo.last.Load(), "no reload asked for yet")
+	p := NewRoutedPipeline(client)
+	refused := p.On(ctx, unserved).Incr(ctx, unserved)
+	require.Error(t, p.Exec(ctx))
+	assert.ErrorContains(t, refused.Err(), "CLUSTERDOWN")
+	assert.NotZero(t, topo.last.Load(), "the refusal asked for a reload of the slot map")
+}
