@@ -304,8 +304,7 @@ func runEach(ctx context.Context, rdb redis.UniversalClient, script *redis.Scrip
 				out[todo[j]] = cmd.Val()
 			case redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0:
 				again = append(again, todo[j])
-			default:
-				topologyOf(rdb).failed(err)
+			default: // Exec asked for a reload of the slot map if err says it is stale
 				return nil, err
 			}
 		}

@@ -51,11 +51,9 @@ func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, e
 			if c.Val() > 0 {
 				return true, nil
 			}
-		case SlotMoving(err):
-			b.topo.failed(err)
+		case SlotMoving(err): // Exec asked for a reload of the slot map
 			moving++
 		default:
-			b.topo.failed(err)
 			return false, err
 		}
 	}
