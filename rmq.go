@@ -25,6 +25,7 @@ package rmq
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -106,7 +107,7 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 	c.coord = rdb.NewCoordination(r, keys)
 	c.redis = r
 	_, c.multiNode = r.(*redis.ClusterClient)
-	c.stats.c = c
+	c.stats.c, c.stats.id = c, rand.Text()
 	c.producer = &Producer{c: c}
 	c.waits = rdb.NewRetryWaits(cfg.backoff)
 	return c

@@ -15,9 +15,9 @@ import (
 // Each client adds what its TopicMetrics gained to the namespace's shared
 // metrics in Redis every statsFlushEvery (and when it closes), so that the
 // figures of every process add up where the CLI and the dashboard read them
-// (NamespaceMetrics). One pipeline per flush, O(topics), and none while
-// nothing changed; and one more while one of its breakers is not closed
-// (breakershare.go).
+// (NamespaceMetrics). One script call per flush, O(topics), and none while
+// nothing changed; and a pipeline more while one of its breakers is not
+// closed (breakershare.go).
 const statsFlushEvery = 2 * time.Second
 
 // MinuteMetrics are what every process of the namespace reported for one
@@ -112,7 +112,10 @@ type statsFlusher struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 
-	last     map[string]TopicMetrics // flushed so far (flusher goroutine only)
+	id       string                  // names the client's batches (rdb.StatsBatch), random
+	seq      int64                   // the last batch's number (flusher goroutine only)
+	pending  *rdb.StatsBatch         // built, not known to be added (likewise)
+	last     map[string]TopicMetrics // put in a batch so far (likewise)
 	breakers map[string]string       // topic → breaker state shared now, if not closed (likewise)
 }
 
@@ -156,9 +159,14 @@ func (f *statsFlusher) close(ctx context.Context) {
 }
 
 // flush adds what the metrics gained since the last flush, and shares the
-// breakers' states (breakershare.go).
+// breakers' states (breakershare.go). A batch that failed goes again first,
+// unchanged, so that Redis adds it once even if the failed call had added it
+// (its reply lost); what the metrics gained meanwhile follows in a new batch.
 func (f *statsFlusher) flush(ctx context.Context) {
 	f.shareBreakers(ctx)
+	if f.pending != nil && !f.send(ctx) {
+		return
+	}
 	if f.last == nil {
 		f.last = make(map[string]TopicMetrics)
 	}
@@ -170,17 +178,24 @@ func (f *statsFlusher) flush(ctx context.Context) {
 		if len(fields) > 0 {
 			deltas = append(deltas, rdb.StatsDelta{Topic: m.Topic, Minute: minute, Fields: fields})
 		}
+		f.last[m.Topic] = m
 	}
 	if len(deltas) == 0 {
 		return
 	}
-	if err := f.c.broker.AddStats(ctx, deltas); err != nil {
+	f.seq++
+	f.pending = &rdb.StatsBatch{Client: f.id, Seq: f.seq, Deltas: deltas}
+	f.send(ctx)
+}
+
+// send adds the pending batch; it reports whether that is done.
+func (f *statsFlusher) send(ctx context.Context) bool {
+	if _, err := f.c.broker.AddStats(ctx, *f.pending); err != nil {
 		f.c.cfg.logger.Warn("rmq: sharing metrics failed; they go with the next flush", "err", err)
-		return
+		return false
 	}
-	for _, m := range now {
-		f.last[m.Topic] = m
-	}
+	f.pending = nil
+	return true
 }
 
 // deltaFields returns the shared metric fields that grew from old to m.

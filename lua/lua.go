@@ -40,6 +40,8 @@ var (
 	presence string
 	//go:embed deleteslot.lua
 	deleteSlot string
+	//go:embed stats.lua
+	stats string
 )
 
 // cycle is the cycle script: cycle.lua (its header and arguments) and its
@@ -87,3 +89,7 @@ func Presence() string { return presence }
 // DeleteSlot returns the source of deleteslot.lua: delete a slot's keys
 // only if it holds no message (or whatever it holds, with force).
 func DeleteSlot() string { return deleteSlot }
+
+// Stats returns the source of stats.lua: add a batch of a client's metrics to
+// the shared ones, once however often it is sent.
+func Stats() string { return stats }

@@ -79,8 +79,9 @@ type Broker interface {
 	// BreakerStates returns what the processes shared of their breaker of a
 	// topic: process → "<state>|<Unix ms>".
 	BreakerStates(ctx context.Context, topic string) (map[string]string, error)
-	// AddStats adds clients' metrics to the namespace's shared ones.
-	AddStats(ctx context.Context, deltas []StatsDelta) error
+	// AddStats adds a batch of a client's metrics to the namespace's shared
+	// ones, once however often it is sent; it reports whether it added it now.
+	AddStats(ctx context.Context, batch StatsBatch) (bool, error)
 	// Stats returns a topic's shared metrics, all-time and per minute.
 	Stats(ctx context.Context, topic string, from, to int64) (map[string]int64, []map[string]int64, error)
 	// Counts returns the sizes of each slot's sets, in one pipeline.

@@ -81,6 +81,11 @@ func (k Keyspace) StatsMinute(topic string, minute int64) string {
 	return k.coordKey("stats:" + topic + ":" + strconv.FormatInt(minute, 10))
 }
 
+// StatsMark is a string: the number of the last batch of metrics that client
+// (a random id per rmq.Client) added to the shared ones, kept two hours after
+// its last batch (StatsBatch).
+func (k Keyspace) StatsMark(client string) string { return k.coordKey("stats-mark:" + client) }
+
 // BreakerStates is a hash of the processes whose breaker of topic is not
 // closed: field = process (its presence entry), value = "<state>|<Unix ms>",
 // the state (open, half-open) and when the process wrote it, by its clock.

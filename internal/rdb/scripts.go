@@ -14,6 +14,7 @@ var (
 	requeueScript = redis.NewScript(lua.Requeue())
 
 	deleteSlotScript = redis.NewScript(lua.DeleteSlot())
+	statsScript      = redis.NewScript(lua.Stats())
 
 	joinScript      = redis.NewScript(lua.Join())
 	heartbeatScript = redis.NewScript(lua.Heartbeat())

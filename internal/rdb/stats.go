@@ -16,25 +16,35 @@ type StatsDelta struct {
 	Fields map[string]int64
 }
 
-// statsMinuteTTL is how long a minute's hash is kept.
+// StatsBatch is one flush of a client's metrics. A client numbers its
+// batches 1, 2, 3, … and sends a batch whose reply it did not get again,
+// unchanged, before any newer one: AddStats then adds it once, even when the
+// lost reply's call had added it.
+type StatsBatch struct {
+	Client string // the client's id, random, the same for all its batches
+	Seq    int64  // the batch's number
+	Deltas []StatsDelta
+}
+
+// statsMinuteTTL is how long a minute's hash is kept, and a client's mark
+// after its last batch.
 const statsMinuteTTL = 2 * time.Hour
 
-// AddStats adds deltas in one pipeline (every key shares the namespace's
-// hash tag), routed (RoutedPipeline: an increment runs once).
-func (b *redisBroker) AddStats(ctx context.Context, deltas []StatsDelta) error {
-	p := NewRoutedPipeline(b.rdb)
-	for _, d := range deltas {
-		total, minute := b.keys.Stats(d.Topic), b.keys.StatsMinute(d.Topic, d.Minute)
-		pipe := p.On(ctx, total)
+// AddStats adds a batch in one script call (every key shares the namespace's
+// hash tag), unless the client's mark says it was added already; it reports
+// whether it added it now.
+func (b *redisBroker) AddStats(ctx context.Context, batch StatsBatch) (bool, error) {
+	keys := []string{b.keys.StatsMark(batch.Client)}
+	args := []any{batch.Seq, statsMinuteTTL.Milliseconds(), int64(statsMinuteTTL.Seconds())}
+	for _, d := range batch.Deltas {
+		keys = append(keys, b.keys.Stats(d.Topic), b.keys.StatsMinute(d.Topic, d.Minute))
+		args = append(args, len(d.Fields))
 		for f, n := range d.Fields {
-			if n != 0 {
-				pipe.HIncrBy(ctx, total, f, n)
-				pipe.HIncrBy(ctx, minute, f, n)
-			}
+			args = append(args, f, n)
 		}
-		pipe.Expire(ctx, minute, statsMinuteTTL)
 	}
-	return p.Exec(ctx)
+	added, err := statsScript.Run(ctx, b.rdb, keys, args...).Int64()
+	return added == 1, err
 }
 
 // Stats returns topic's all-time shared metrics and those of the minutes

@@ -1,0 +1,92 @@
+package rmq_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// lostStatsReply lets the first metrics flush after it is armed add its
+// batch in Redis, then tells the client the connection broke before the
+// reply came; it counts the flushes Redis answered "added before".
+type lostStatsReply struct {
+	armed   atomic.Bool
+	lost    atomic.Int64
+	repeats atomic.Int64
+}
+
+func (h *lostStatsReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lostStatsReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *lostStatsReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		// evalsha (or eval), the script, the number of keys, KEYS[1]: the mark.
+		args := cmd.Args()
+		if (cmd.Name() != "evalsha" && cmd.Name() != "eval") || len(args) < 4 ||
+			!strings.Contains(fmt.Sprint(args[3]), ":stats-mark:") {
+			return next(ctx, cmd)
+		}
+		if err := next(ctx, cmd); err != nil {
+			return err
+		}
+		if c, ok := cmd.(*redis.Cmd); ok && fmt.Sprint(c.Val()) == "0" {
+			h.repeats.Add(1)
+		}
+		if !h.armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		h.lost.Add(1)
+		cmd.SetErr(io.ErrUnexpectedEOF)
+		return io.ErrUnexpectedEOF
+	}
+}
+
+// A metrics flush whose reply is lost went into Redis; the client sends the
+// same batch again before its next one, and Redis adds it once: the shared
+// metrics count every message once.
+func TestMetricsFlushAfterALostReplyCountsOnce(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		h := &lostStatsReply{}
+		b.Redis.AddHook(h)
+		warns := &testenv.Warnings{}
+		ns := testenv.Namespace(t, b)
+		c, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithLogger(slog.New(warns)))
+		require.NoError(t, err)
+		define(t, c, "p", 4, rmq.Priority)
+		h.armed.Store(true)
+		send := func(from, to int) {
+			for i := from; i < to; i++ {
+				require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "p", Content: fmt.Appendf(nil, "m%d", i), Priority: 20}))
+			}
+		}
+		send(0, 10)
+		require.Eventually(t, func() bool { return h.lost.Load() == 1 }, 10*time.Second, 10*time.Millisecond,
+			"a flush's reply is lost")
+		send(10, 15)
+		require.NoError(t, c.Close(ctx))
+		assert.GreaterOrEqual(t, h.repeats.Load(), int64(1), "the lost batch went again, and Redis knew it")
+		assert.NotEmpty(t, warns.Logged(), "the lost reply is logged")
+
+		reader, err := rmq.New(b.Redis, rmq.WithNamespace(ns))
+		require.NoError(t, err)
+		defer reader.Close(ctx)
+		m, minutes, err := reader.NamespaceMetrics(ctx, "p", 2)
+		require.NoError(t, err)
+		assert.Equal(t, int64(15), m.Sent, "every send counted once")
+		assert.Equal(t, int64(15), minutes[0].Sent+minutes[1].Sent)
+	})
+}
