@@ -33,9 +33,9 @@ func (h *lostStatsReply) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 }
 func (h *lostStatsReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		// evalsha (or eval), the script, the number of keys, KEYS[1]: the mark.
+		// eval, the script, the number of keys, KEYS[1]: the mark.
 		args := cmd.Args()
-		if (cmd.Name() != "evalsha" && cmd.Name() != "eval") || len(args) < 4 ||
+		if cmd.Name() != "eval" || len(args) < 4 ||
 			!strings.Contains(fmt.Sprint(args[3]), ":stats-mark:") {
 			return next(ctx, cmd)
 		}
