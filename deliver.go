@@ -29,7 +29,7 @@ const flushEvery = 100 * time.Millisecond
 func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult, sent time.Time) {
 	c := t.sub.c
 	restoreAfter := sent.Add(c.cfg.consumeTimeout / 2)
-	ctx := newBatchCtx(s.ctx, sent.Add(c.cfg.consumeTimeout))
+	ctx := newBatchCtx(s.listenCtx(hard), sent.Add(c.cfg.consumeTimeout))
 	defer ctx.end()
 	flushed := time.Now()
 	tm := t.sub.topic.metrics.shard(t.index)
@@ -117,4 +117,17 @@ func (s *subscription) batchSize() int {
 	}
 	budget := min(cfg.consumeTimeout/4, 500*time.Millisecond)
 	return int(max(1, min(int64(budget)/avg, int64(cfg.batchSize))))
+}
+
+// listenCtx returns the listeners' context of the slot, made at its first
+// delivery: it ends with the lease or a hard stop, and carries the lease
+// (owned.go). A slot that never delivers never makes one, which matters to a
+// process holding tens of thousands of idle slots.
+func (s *slotState) listenCtx(hard context.Context) context.Context {
+	if s.ctx == nil {
+		ctx, cancel := context.WithCancel(context.WithValue(s.lease.Context(), leaseKey{}, s.lease))
+		stopHard := context.AfterFunc(hard, cancel)
+		s.ctx, s.stop = ctx, func() { stopHard(); cancel() }
+	}
+	return s.ctx
 }

@@ -44,9 +44,9 @@ type thread struct {
 type slotState struct {
 	lease   *coordinator.Lease
 	keys    rdb.SlotKeys
-	ctx     context.Context // listeners' context: ends with the lease or a hard stop
-	stop    func()
-	next    time.Time // when to cycle next; zero means at once
+	ctx     context.Context // listeners' context, from the first delivery on (listenCtx)
+	stop    func()          // ends ctx
+	next    time.Time       // when to cycle next; zero means at once
 	pending []rdb.Outcome
 	// lingering: pending holds only commits, sent with the cycle due at next
 	// (see afterDelivery).
@@ -181,10 +181,7 @@ func (t *thread) add(hard context.Context, l *coordinator.Lease) {
 	if old := t.slots[l.Slot()]; old != nil {
 		t.release(hard, old) // a newer lease of the same slot replaces it
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(l.Context(), leaseKey{}, l))
-	stopHard := context.AfterFunc(hard, cancel)
-	s := &slotState{lease: l, keys: t.sub.topic.slots[l.Slot()], ctx: ctx,
-		stop: func() { stopHard(); cancel() }}
+	s := &slotState{lease: l, keys: t.sub.topic.slots[l.Slot()]}
 	t.slots[l.Slot()] = s
 	t.order = append(t.order, s)
 	if t.sub.holders[l.Slot()].Swap(t) == nil {
@@ -207,7 +204,9 @@ func (t *thread) release(hard context.Context, s *slotState) {
 	if t.sub.holders[s.lease.Slot()].CompareAndSwap(t, nil) {
 		t.sub.owned.Add(-1)
 	}
-	s.stop()
+	if s.stop != nil {
+		s.stop()
+	}
 	s.lease.Release()
 }
 

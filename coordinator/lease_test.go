@@ -114,6 +114,47 @@ func TestLeaseRelease(t *testing.T) {
 	assert.False(t, l.Valid(), "a new deadline does not bring a released lease back")
 }
 
+// AfterRelease runs each function once, after the release: those arranged
+// before it when it comes (not at a loss or a revocation), those arranged
+// after it at once.
+func TestLeaseAfterRelease(t *testing.T) {
+	l, g := coordinator.NewLease("t", 0, 0, 0)
+	ran := make(chan string, 4)
+	g.AfterRelease(func() { ran <- "first" })
+	g.AfterRelease(func() { ran <- "second" })
+	g.Revoke()
+	g.Lose()
+	select {
+	case f := <-ran:
+		t.Fatalf("%s ran before the release", f)
+	case <-time.After(50 * time.Millisecond):
+	}
+	l.Release()
+	l.Release()
+	var got []string
+	for range 2 {
+		select {
+		case f := <-ran:
+			got = append(got, f)
+		case <-time.After(5 * time.Second):
+			t.Fatal("not run after the release")
+		}
+	}
+	assert.ElementsMatch(t, []string{"first", "second"}, got)
+	g.AfterRelease(func() { ran <- "late" })
+	select {
+	case f := <-ran:
+		assert.Equal(t, "late", f)
+	case <-time.After(5 * time.Second):
+		t.Fatal("arranged after the release, not run")
+	}
+	select {
+	case f := <-ran:
+		t.Fatalf("%s ran twice", f)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
 func TestLeaseConcurrentUse(t *testing.T) {
 	l, g := coordinator.NewLease("t", 0, 0, 0)
 	var wg sync.WaitGroup

@@ -218,16 +218,17 @@ func (r *redisRun) hold(t *redisTopic, slot int, record string) {
 	r.leases[g] = struct{}{}
 	r.mu.Unlock()
 	t.held[slot] = c
-	go r.forgetOnRelease(g)
+	g.AfterRelease(func() { r.dropReleased(g) })
 	r.h.Assigned(l)
 }
 
-// forgetOnRelease drops a released lease from the live set and kicks the loop.
-func (r *redisRun) forgetOnRelease(g *Grant) {
+// dropReleased drops a released lease from the live set and kicks the loop, unless
+// the run has ended (Grant.AfterRelease).
+func (r *redisRun) dropReleased(g *Grant) {
 	select {
-	case <-g.Released():
 	case <-r.done:
 		return
+	default:
 	}
 	r.mu.Lock()
 	delete(r.leases, g)

@@ -156,17 +156,18 @@ func (r *membership) issue(t *topicState, c *heldSlot) bool {
 	r.leases[g] = struct{}{}
 	r.mu.Unlock()
 	c.grant, c.moving, c.reissueAt = g, false, time.Now().Add(time.Second)
-	go r.forgetOnRelease(g)
+	g.AfterRelease(func() { r.dropReleased(g) })
 	r.h.Assigned(l)
 	return true
 }
 
-// forgetOnRelease drops a released lease from the live set and kicks the loop.
-func (r *membership) forgetOnRelease(g *coordinator.Grant) {
+// dropReleased drops a released lease from the live set and kicks the loop, unless
+// the membership has ended (Grant.AfterRelease).
+func (r *membership) dropReleased(g *coordinator.Grant) {
 	select {
-	case <-g.Released():
 	case <-r.done:
 		return
+	default:
 	}
 	r.mu.Lock()
 	delete(r.leases, g)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -90,13 +91,19 @@ type worker struct {
 
 func startWorker(t *testing.T, servers []string, ns, id string, threads int, shared *sharedSlots) *worker {
 	t.Helper()
+	return startWorkerOf(t, servers, ns, id, threads, 16, shared)
+}
+
+// startWorkerOf runs a worker of topic "t" of the given number of slots.
+func startWorkerOf(t *testing.T, servers []string, ns, id string, threads, slots int, shared *sharedSlots) *worker {
+	t.Helper()
 	z, err := zookeeper.New(zookeeper.Config{
 		Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq-test", WorkerID: id})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{h: newHolder(shared), stop: cancel, done: make(chan struct{})}
 	m := coordinator.Member{Namespace: ns, DrainTimeout: 5 * time.Second, Topics: []coordinator.TopicThreads{
-		{Topic: "t", SlotAmount: 16, Threads: threads, Definition: `{"slotAmount":16,"type":"Priority"}`}}}
+		{Topic: "t", SlotAmount: slots, Threads: threads, Definition: fmt.Sprintf(`{"slotAmount":%d,"type":"Priority"}`, slots)}}}
 	go func() { w.err = z.Run(ctx, m, w.h); close(w.done) }()
 	t.Cleanup(func() {
 		cancel()
@@ -138,6 +145,21 @@ func TestZooKeeperSplitsSlotsAndHandsThemOver(t *testing.T) {
 	took = waitFor(t, 10*time.Second, "b holds all 16 slots", func() bool { return b.h.valid() == 16 })
 	t.Logf("rebalance after graceful leave: %v", took)
 	assert.Equal(t, 1, shared.worstSeen(), "a slot had two holders at once")
+}
+
+// A worker holding many slots keeps no goroutine per slot: it learns of a
+// release through Grant.AfterRelease.
+func TestZooKeeperHeldSlotsCostNoGoroutineEach(t *testing.T) {
+	servers := testenv.ZooKeeper(t)
+	ns := fmt.Sprintf("many-%d", time.Now().UnixNano())
+	const slots = 512
+	before := runtime.NumGoroutine()
+	a := startWorkerOf(t, servers, ns, "a", 2, slots, &sharedSlots{holders: map[int]int{}})
+	waitFor(t, 30*time.Second, "a holds every slot", func() bool { return a.h.valid() == slots })
+	time.Sleep(200 * time.Millisecond)
+	grown := runtime.NumGoroutine() - before
+	assert.Less(t, grown, slots/8, "goroutines added while holding %d slots", slots)
+	t.Logf("goroutines added: %d for %d slots", grown, slots)
 }
 
 func TestZooKeeperRejectsConflictingTopic(t *testing.T) {
