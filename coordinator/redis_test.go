@@ -125,7 +125,7 @@ func (f *flakyCoordination) Join(ctx context.Context, id string, ttl time.Durati
 	return f.Coordination.Join(ctx, id, ttl, info, update)
 }
 
-func (f *flakyCoordination) Claim(ctx context.Context, id string, slots []rdb.SlotKeys, expected []string) ([]string, error) {
+func (f *flakyCoordination) Claim(ctx context.Context, id string, slots []string, expected []string) ([]string, error) {
 	if f.cut.Load() {
 		return nil, errCut
 	}

@@ -85,7 +85,7 @@ func RedisSlots(ctx context.Context, client redis.UniversalClient, namespace, to
 	if err != nil {
 		return nil, fmt.Errorf("rmq: redis coordinator assignment of %s: %w", topic, err)
 	}
-	records, err := co.Owners(ctx, rdb.NewKeyspace(namespace).Slots(topic, slots))
+	records, err := co.Owners(ctx, rdb.NewKeyspace(namespace).OwnerKeys(topic, slots))
 	if err != nil {
 		return nil, fmt.Errorf("rmq: redis coordinator owners of %s: %w", topic, err)
 	}

@@ -56,7 +56,7 @@ type redisRun struct {
 // redisTopic is one subscribed topic in a run.
 type redisTopic struct {
 	TopicThreads
-	keys    []rdb.SlotKeys
+	keys    []string           // each slot's owner record key
 	desired []Owner            // from the assignment
 	held    map[int]*redisHeld // slots whose owner record is ours
 	waiting map[int]time.Time  // slot → since when a live worker holds it
@@ -80,7 +80,7 @@ func newRedisRun(co rdb.Coordination, cfg RedisConfig, log *slog.Logger, m Membe
 	}
 	keys := rdb.NewKeyspace(m.Namespace)
 	for _, t := range m.Topics {
-		r.topics[t.Topic] = &redisTopic{TopicThreads: t, keys: keys.Slots(t.Topic, t.SlotAmount),
+		r.topics[t.Topic] = &redisTopic{TopicThreads: t, keys: keys.OwnerKeys(t.Topic, t.SlotAmount),
 			held: make(map[int]*redisHeld), waiting: make(map[int]time.Time)}
 	}
 	if r.m.DrainTimeout <= 0 {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rmq-go/rmq/internal/rdb"
 	"github.com/rmq-go/rmq/internal/wait"
 )
 
@@ -80,7 +79,7 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 	if len(done) == 0 {
 		return nil
 	}
-	keys := make([]rdb.SlotKeys, len(done))
+	keys := make([]string, len(done))
 	records := make([]string, len(done))
 	for i, c := range done {
 		keys[i], records[i] = t.keys[c.slot], c.record
@@ -118,7 +117,7 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	if len(slots) == 0 {
 		return nil
 	}
-	keys := make([]rdb.SlotKeys, len(slots))
+	keys := make([]string, len(slots))
 	for i, s := range slots {
 		keys[i] = t.keys[s]
 	}
@@ -142,7 +141,7 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	}
 	patience := r.m.DrainTimeout + r.cfg.LeaseTTL + r.interval()
 	now := time.Now()
-	var claimKeys []rdb.SlotKeys
+	var claimKeys []string
 	var claimSlots []int
 	var expected []string
 	for i, slot := range slots {

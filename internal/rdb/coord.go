@@ -32,13 +32,14 @@ type Coordination interface {
 	Assign(ctx context.Context, id string, assignments map[string]string) (int64, error)
 	// Assignments returns the stored assignment of each topic ("" for none).
 	Assignments(ctx context.Context, topics []string) ([]string, error)
-	// Owners returns the owner record of each slot ("" for none).
-	Owners(ctx context.Context, slots []SlotKeys) ([]string, error)
+	// Owners returns the owner record of each slot, by its key
+	// (SlotKeys.Owner, Keyspace.OwnerKeys; "" for none).
+	Owners(ctx context.Context, owners []string) ([]string, error)
 	// Claim takes each slot whose owner record is still the expected one;
 	// records[i] is the new record if claimed, else "".
-	Claim(ctx context.Context, id string, slots []SlotKeys, expected []string) (records []string, err error)
+	Claim(ctx context.Context, id string, owners []string, expected []string) (records []string, err error)
 	// Release hands back each slot whose record is still records[i].
-	Release(ctx context.Context, slots []SlotKeys, records []string) error
+	Release(ctx context.Context, owners []string, records []string) error
 	// Announce publishes msg on the coordinator's channel.
 	Announce(ctx context.Context, msg string) error
 	// Listen subscribes to the coordinator's channel.
@@ -196,16 +197,16 @@ func (c *coordination) Assignments(ctx context.Context, topics []string) ([]stri
 }
 
 // Owners implements Coordination.
-func (c *coordination) Owners(ctx context.Context, slots []SlotKeys) ([]string, error) {
+func (c *coordination) Owners(ctx context.Context, owners []string) ([]string, error) {
 	p := NewRoutedPipeline(c.rdb)
-	cmds := make([]*redis.StringCmd, len(slots))
-	for i, s := range slots {
-		cmds[i] = p.On(ctx, s.Owner).Get(ctx, s.Owner)
+	cmds := make([]*redis.StringCmd, len(owners))
+	for i, key := range owners {
+		cmds[i] = p.On(ctx, key).Get(ctx, key)
 	}
 	if err := p.Exec(ctx); err != nil {
 		return nil, err
 	}
-	out := make([]string, len(slots))
+	out := make([]string, len(owners))
 	for i, cmd := range cmds {
 		out[i] = cmd.Val()
 	}
@@ -213,14 +214,14 @@ func (c *coordination) Owners(ctx context.Context, slots []SlotKeys) ([]string, 
 }
 
 // Claim implements Coordination.
-func (c *coordination) Claim(ctx context.Context, id string, slots []SlotKeys, expected []string) ([]string, error) {
-	results, err := runEach(ctx, c.rdb, claimScript, len(slots), func(i int) ([]string, []any) {
-		return []string{slots[i].Owner}, []any{expected[i], id}
+func (c *coordination) Claim(ctx context.Context, id string, owners []string, expected []string) ([]string, error) {
+	results, err := runEach(ctx, c.rdb, claimScript, len(owners), func(i int) ([]string, []any) {
+		return []string{owners[i]}, []any{expected[i], id}
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(slots))
+	out := make([]string, len(owners))
 	for i, r := range results {
 		v, ok := r.([]any)
 		if !ok || len(v) != 2 {
@@ -234,9 +235,9 @@ func (c *coordination) Claim(ctx context.Context, id string, slots []SlotKeys, e
 }
 
 // Release implements Coordination.
-func (c *coordination) Release(ctx context.Context, slots []SlotKeys, records []string) error {
-	_, err := runEach(ctx, c.rdb, releaseScript, len(slots), func(i int) ([]string, []any) {
-		return []string{slots[i].Owner}, []any{records[i]}
+func (c *coordination) Release(ctx context.Context, owners []string, records []string) error {
+	_, err := runEach(ctx, c.rdb, releaseScript, len(owners), func(i int) ([]string, []any) {
+		return []string{owners[i]}, []any{records[i]}
 	})
 	return err
 }

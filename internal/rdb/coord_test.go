@@ -142,7 +142,7 @@ func TestOnlyTheLeaderAssigns(t *testing.T) {
 func TestClaimAndReleaseOwnerRecords(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		f := newCoordFixture(t, b)
-		slots := f.ks.Slots("t", 3)
+		slots := f.ks.OwnerKeys("t", 3)
 		recs, err := f.co.Claim(f.ctx, "a", slots, []string{"", "", ""})
 		require.NoError(t, err)
 		tokens := make([]int64, 3)
@@ -178,7 +178,7 @@ func TestClaimAndReleaseOwnerRecords(t *testing.T) {
 
 		// A record whose token is ahead of the clock still grows by one.
 		ahead := time.Now().Add(time.Hour).UnixMilli()
-		require.NoError(t, b.Redis.Set(f.ctx, slots[2].Owner, strconv.FormatInt(ahead, 10)+":", 0).Err())
+		require.NoError(t, b.Redis.Set(f.ctx, slots[2], strconv.FormatInt(ahead, 10)+":", 0).Err())
 		c2, err := f.co.Claim(f.ctx, "c", slots[2:], []string{strconv.FormatInt(ahead, 10) + ":"})
 		require.NoError(t, err)
 		assert.Equal(t, strconv.FormatInt(ahead+1, 10)+":c", c2[0])
@@ -190,13 +190,13 @@ func TestClaimAndReleaseOwnerRecords(t *testing.T) {
 func TestOwnersReturnsAFailureAfterAMissingRecord(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		f := newCoordFixture(t, b)
-		slots := f.ks.Slots("t", 3)
-		require.NoError(t, b.Redis.Set(f.ctx, slots[2].Owner, "7:a", 0).Err())
+		slots := f.ks.OwnerKeys("t", 3)
+		require.NoError(t, b.Redis.Set(f.ctx, slots[2], "7:a", 0).Err())
 		owners, err := f.co.Owners(f.ctx, slots)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"", "", "7:a"}, owners)
 
-		require.NoError(t, b.Redis.SAdd(f.ctx, slots[1].Owner, "not a record").Err())
+		require.NoError(t, b.Redis.SAdd(f.ctx, slots[1], "not a record").Err())
 		_, err = f.co.Owners(f.ctx, slots)
 		assert.ErrorContains(t, err, "WRONGTYPE")
 	})
@@ -206,7 +206,7 @@ func TestClaimLoadsTheScriptAfterAFlush(t *testing.T) {
 	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
 		f := newCoordFixture(t, b)
 		require.NoError(t, b.Redis.ScriptFlush(f.ctx).Err())
-		recs, err := f.co.Claim(f.ctx, "a", f.ks.Slots("t", 8), make([]string, 8))
+		recs, err := f.co.Claim(f.ctx, "a", f.ks.OwnerKeys("t", 8), make([]string, 8))
 		require.NoError(t, err)
 		for _, r := range recs {
 			assert.True(t, strings.HasSuffix(r, ":a"), r)

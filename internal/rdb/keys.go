@@ -109,9 +109,14 @@ type SlotKeys struct {
 	Wake    string // sharded pub/sub channel: the slot's wake-ups on a Cluster (see WakeChannel)
 }
 
+// slotTag is the prefix of every key of slot i of topic, its hash tag included.
+func (k Keyspace) slotTag(topic string, i int) string {
+	return k.ns + ":{" + topic + ":" + strconv.Itoa(i) + "}:"
+}
+
 // Slot returns the keys of slot i of topic.
 func (k Keyspace) Slot(topic string, i int) SlotKeys {
-	tag := k.ns + ":{" + topic + ":" + strconv.Itoa(i) + "}:"
+	tag := k.slotTag(topic, i)
 	return SlotKeys{
 		Store:   tag + "store",
 		Prepare: tag + "prepare",
@@ -120,6 +125,17 @@ func (k Keyspace) Slot(topic string, i int) SlotKeys {
 		Owner:   tag + "owner",
 		Wake:    tag + "wake",
 	}
+}
+
+// OwnerKeys returns the owner record keys (SlotKeys.Owner) of slots 0..n-1
+// of topic: all a coordinator keeps of a slot, without the other names,
+// which a process holding tens of thousands of slots would keep twice.
+func (k Keyspace) OwnerKeys(topic string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = k.slotTag(topic, i) + "owner"
+	}
+	return out
 }
 
 // Slots returns the keys of slots 0..n-1 of topic.
