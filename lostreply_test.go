@@ -17,10 +17,13 @@ import (
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
-// lostReply lets the first cycle call that carries outcomes after it is
-// armed run in Redis, then tells its caller the connection broke before the
-// reply came: the call ran, and the caller cannot know it.
+// lostReply lets the first command it matches after it is armed run in
+// Redis, then tells its caller the connection broke before the reply came:
+// the command ran, and the caller cannot know it. seen, if set, is told of
+// every matching command that ran without an error.
 type lostReply struct {
+	match func(cmd redis.Cmder) bool
+	seen  func(cmd redis.Cmder)
 	armed atomic.Bool
 	lost  atomic.Int64
 }
@@ -31,19 +34,29 @@ func (h *lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 }
 func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		// evalsha, sha, 5, five keys, ARGV[1..7], then ARGV[8]: the outcomes.
-		args := cmd.Args()
-		if cmd.Name() != "evalsha" || len(args) < 16 || args[1] != cycleSHA || fmt.Sprint(args[15]) == "0" ||
-			!h.armed.CompareAndSwap(true, false) {
+		if !h.match(cmd) {
 			return next(ctx, cmd)
 		}
 		if err := next(ctx, cmd); err != nil {
 			return err
 		}
+		if h.seen != nil {
+			h.seen(cmd)
+		}
+		if !h.armed.CompareAndSwap(true, false) {
+			return nil
+		}
 		h.lost.Add(1)
 		cmd.SetErr(io.ErrUnexpectedEOF)
 		return io.ErrUnexpectedEOF
 	}
+}
+
+// cycleWithOutcomes matches a cycle call that carries outcomes: evalsha,
+// sha, 5, five keys, ARGV[1..7], then ARGV[8], the outcomes.
+func cycleWithOutcomes(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	return cmd.Name() == "evalsha" && len(args) >= 16 && args[1] == cycleSHA && fmt.Sprint(args[15]) != "0"
 }
 
 // A content sent again while its first copy is being processed waits in
@@ -61,7 +74,7 @@ func TestNewerCopySurvivesACommitRepeatedAfterALostReply(t *testing.T) {
 
 func newerCopySurvives(t *testing.T, b testenv.Backend, fixed bool) {
 	ctx := context.Background()
-	h := &lostReply{}
+	h := &lostReply{match: cycleWithOutcomes}
 	b.Redis.AddHook(h)
 	// A lost call that falls in the next second pops the new copy (its
 	// score differs); it comes back through the consume timeout, as a
