@@ -3,6 +3,7 @@ package rmq
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func (c *Client) OpenBreakers(ctx context.Context, topic string) ([]ProcessBreak
 func (f *statsFlusher) shareBreakers(ctx context.Context) {
 	c := f.c
 	c.mu.Lock()
-	subs, consuming := c.subs, c.state == stateStarted
+	subs, consuming := maps.Clone(c.subs), c.state == stateStarted // Subscribe may add to it meanwhile
 	c.mu.Unlock()
 	now := time.Now()
 	var shares []rdb.BreakerShare

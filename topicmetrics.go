@@ -1,6 +1,7 @@
 package rmq
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -125,7 +126,7 @@ func (c *Client) TopicMetrics() []TopicMetrics {
 	c.topics.mu.RUnlock()
 	slices.SortFunc(infos, func(a, b *topicInfo) int { return strings.Compare(a.Name, b.Name) })
 	c.mu.Lock()
-	subs := c.subs
+	subs := maps.Clone(c.subs) // Subscribe may add to it meanwhile
 	c.mu.Unlock()
 	out := make([]TopicMetrics, len(infos))
 	for i, t := range infos {

@@ -142,3 +142,36 @@ func TestNamespaceMetricsAddUpEveryClient(t *testing.T) {
 		assert.WithinDuration(t, time.Now(), minutes[4].Minute, time.Minute)
 	})
 }
+
+// TopicMetrics (which the metrics flush calls every 2 s once the client has
+// sent) may run while Subscribe adds subscriptions: the race detector, or
+// the runtime's check of a map read while it is written, fails this.
+func TestTopicMetricsWhileSubscribing(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		const topics = 64
+		for i := range topics {
+			define(t, c, fmt.Sprintf("t%d", i), 1, rmq.Priority)
+		}
+		require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t0", Content: []byte("m"), Priority: 20}))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range topics {
+				if err := c.Subscribe(fmt.Sprintf("t%d", i), newRecorder()); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		for {
+			_ = c.TopicMetrics()
+			select {
+			case <-done:
+				assert.Equal(t, 1, int(topicMetrics(c, "t0").Sent))
+				return
+			default:
+			}
+		}
+	})
+}
