@@ -24,7 +24,8 @@ func reportManySlots(rep *report, res *scenarioResults) {
 		"client sent (a hook); run inside scripts is the difference. During the window the producer sends %d FixedTime "+
 		"messages, evenly spread, each to a random topic and due 100–1000 ms after its send; their deliveries are "+
 		"included in the idle figures. Memory is this process's: the Go heap in use after a collection and VmRSS, each "+
-		"also as the growth since before the client was created.\n\n",
+		"also as the growth since before the client was created; client CPU is its user and system time over the "+
+		"window (the worker's and the producer's).\n\n",
 		c.manyTopics, c.manySlots, thousands(int64(total)), threads, manyWarmup, c.manyWindow, c.manyMessages)
 	names := []string{vManyRMQ}
 	head := []string{"Measure", "median (min–max)"}
@@ -48,6 +49,7 @@ func reportManySlots(rep *report, res *scenarioResults) {
 	row("… run inside its scripts", mScriptPerSec, num)
 	row("commands/s sent by the worker per idle slot", mIssuedPerSlot, num3)
 	row("Redis CPU over the window", mWindowRedisCP, pct1)
+	row("client CPU over the window (this process: worker and producer)", mWindowClient, pct1)
 	row("Go heap in use (after GC)", mHeapInUse, mib)
 	row("… growth since before New", mHeapDelta, mib)
 	row("process RSS", mRSS, mib)

@@ -36,6 +36,7 @@ const (
 	mRSS           = "rss_bytes"
 	mRSSDelta      = "rss_delta_bytes"
 	mWindowRedisCP = "redis_cpu_share"
+	mWindowClient  = "client_cpu_share"
 )
 
 var manySlotsScenario = &scenario{
@@ -109,11 +110,13 @@ func manySlotsRMQ(ctx context.Context, e *env) (metrics, error) {
 		return nil, closeAll(err)
 	}
 	w0, p0 := workerCmds.n.Load(), producerCmds.n.Load()
+	client0 := processCPU()
 	start := time.Now()
 	if err := sendSpread(ctx, e, p, l, start); err != nil {
 		return nil, closeAll(err)
 	}
 	time.Sleep(time.Until(start.Add(e.manyWindow)))
+	client1 := processCPU()
 	after, err := servers.commandStats(ctx)
 	elapsed := time.Since(start).Seconds()
 	if err != nil {
@@ -142,6 +145,7 @@ func manySlotsRMQ(ctx context.Context, e *env) (metrics, error) {
 	m[mIssuedPerSlot] = worker / elapsed / float64(total)
 	m[mScriptPerSec] = (server - worker) / elapsed
 	m[mWindowRedisCP] = (cpu1 - cpu0) / elapsed
+	m[mWindowClient] = (client1 - client0) / elapsed
 
 	select {
 	case <-l.done:
