@@ -4,12 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/rmq-go/rmq/internal/rdb"
-	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // Each client adds what its TopicMetrics gained to the namespace's shared
@@ -98,104 +93,6 @@ func histogramOf(f map[string]int64, name string, bounds []float64) Histogram {
 	}
 	h.Sum = float64(f[name+"_sum_us"]) / 1e6
 	return h
-}
-
-// statsFlusher adds the client's metrics to the shared ones; it starts with
-// the client's first send or Start, and its last flush happens in Close.
-type statsFlusher struct {
-	c *Client
-
-	running atomic.Bool // started, for a lock-free check on the send path
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	stop    context.CancelFunc
-	done    chan struct{}
-
-	id       string                  // names the client's batches (rdb.StatsBatch), random
-	seq      int64                   // the last batch's number (flusher goroutine only)
-	pending  *rdb.StatsBatch         // built, not known to be added (likewise)
-	last     map[string]TopicMetrics // put in a batch so far (likewise)
-	breakers map[string]string       // topic → breaker state shared now, if not closed (likewise)
-}
-
-// start runs the flusher unless it runs or the client closed.
-func (f *statsFlusher) start() {
-	if f.running.Load() {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.started || f.closed {
-		return
-	}
-	f.started = true
-	f.running.Store(true)
-	ctx, stop := context.WithCancel(context.Background())
-	f.stop, f.done = stop, make(chan struct{})
-	go func() {
-		defer close(f.done)
-		for ctx.Err() == nil {
-			wait.Sleep(ctx, statsFlushEvery)
-			if ctx.Err() == nil {
-				f.flush(ctx)
-			}
-		}
-	}()
-}
-
-// close stops the flusher and flushes what is left, within ctx.
-func (f *statsFlusher) close(ctx context.Context) {
-	f.mu.Lock()
-	started := f.started && !f.closed
-	f.closed = true
-	f.mu.Unlock()
-	if !started {
-		return
-	}
-	f.stop()
-	<-f.done
-	f.flush(ctx)
-}
-
-// flush adds what the metrics gained since the last flush, and shares the
-// breakers' states (breakershare.go). A batch that failed goes again first,
-// unchanged, so that Redis adds it once even if the failed call had added it
-// (its reply lost); what the metrics gained meanwhile follows in a new batch.
-func (f *statsFlusher) flush(ctx context.Context) {
-	f.shareBreakers(ctx)
-	if f.pending != nil && !f.send(ctx) {
-		return
-	}
-	if f.last == nil {
-		f.last = make(map[string]TopicMetrics)
-	}
-	minute := time.Now().Unix() / 60
-	var deltas []rdb.StatsDelta
-	now := f.c.TopicMetrics()
-	for _, m := range now {
-		fields := deltaFields(f.last[m.Topic], m)
-		if len(fields) > 0 {
-			deltas = append(deltas, rdb.StatsDelta{Topic: m.Topic, Minute: minute, Fields: fields})
-		}
-		f.last[m.Topic] = m
-	}
-	if len(deltas) == 0 {
-		return
-	}
-	f.seq++
-	f.pending = &rdb.StatsBatch{Client: f.id, Seq: f.seq, Deltas: deltas}
-	f.send(ctx)
-}
-
-// send adds the pending batch; it reports whether that is done.
-func (f *statsFlusher) send(ctx context.Context) bool {
-	if _, err := f.c.broker.AddStats(ctx, *f.pending); err != nil {
-		f.c.cfg.logger.Warn("rmq: sharing metrics failed; they go with the next flush", "err", err)
-		return false
-	}
-	f.pending = nil
-	return true
 }
 
 // deltaFields returns the shared metric fields that grew from old to m.
