@@ -38,7 +38,7 @@ func (r *redisRun) leave(ctx context.Context) {
 	}
 	var all []heldSlot
 	for _, t := range r.topics {
-		for _, c := range t.held {
+		for c := range t.eachHeld {
 			if !wait.Closed(c.grant.Released()) {
 				c.grant.Revoke()
 				r.h.Revoked(c.grant.Lease())

@@ -56,10 +56,10 @@ type redisRun struct {
 // redisTopic is one subscribed topic in a run.
 type redisTopic struct {
 	TopicThreads
-	keys    []string           // each slot's owner record key
-	desired []Owner            // from the assignment
-	held    map[int]*redisHeld // slots whose owner record is ours
-	waiting map[int]time.Time  // slot → since when a live worker holds it
+	keys    []string          // each slot's owner record key
+	desired []Owner           // from the assignment
+	held    []*redisHeld      // by slot: those whose owner record is ours, else nil
+	waiting map[int]time.Time // slot → since when a live worker holds it
 }
 
 // redisHeld is a slot this incarnation claimed.
@@ -81,7 +81,7 @@ func newRedisRun(co rdb.Coordination, cfg RedisConfig, log *slog.Logger, m Membe
 	keys := rdb.NewKeyspace(m.Namespace)
 	for _, t := range m.Topics {
 		r.topics[t.Topic] = &redisTopic{TopicThreads: t, keys: keys.OwnerKeys(t.Topic, t.SlotAmount),
-			held: make(map[int]*redisHeld), waiting: make(map[int]time.Time)}
+			held: make([]*redisHeld, t.SlotAmount), waiting: make(map[int]time.Time)}
 	}
 	if r.m.DrainTimeout <= 0 {
 		r.m.DrainTimeout = 30 * time.Second
@@ -175,7 +175,7 @@ func (r *redisRun) nextLook() time.Duration {
 	}
 	now := time.Now()
 	for _, t := range r.topics {
-		for _, c := range t.held {
+		for c := range t.eachHeld {
 			if c.moving {
 				d = min(d, c.drainBy.Sub(now))
 			}
@@ -271,7 +271,7 @@ func (r *redisRun) join(ctx context.Context) error {
 // assigned the slot next (this worker's next incarnation included).
 func (r *redisRun) forget() {
 	for _, t := range r.topics {
-		for _, c := range t.held {
+		for c := range t.eachHeld {
 			c.grant.Lose()
 			r.h.Revoked(c.grant.Lease())
 		}
@@ -289,7 +289,7 @@ func (r *redisRun) forget() {
 // the leader notices, bounded by a second.
 func (r *redisRun) abandon() {
 	for _, t := range r.topics {
-		for _, c := range t.held {
+		for c := range t.eachHeld {
 			c.grant.Lose()
 			r.h.Revoked(c.grant.Lease())
 		}

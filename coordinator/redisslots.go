@@ -10,6 +10,23 @@ import (
 	"github.com/rmq-go/rmq/internal/wait"
 )
 
+// holds returns the held slot's claim, nil if the slot is not held.
+func (t *redisTopic) holds(slot int) *redisHeld {
+	if slot < 0 || slot >= len(t.held) {
+		return nil
+	}
+	return t.held[slot]
+}
+
+// eachHeld yields the held slots' claims in slot order (for range).
+func (t *redisTopic) eachHeld(yield func(*redisHeld) bool) {
+	for _, c := range t.held {
+		if c != nil && !yield(c) {
+			return
+		}
+	}
+}
+
 // wants reports whether the assignment gives slot to thread of worker id.
 func (t *redisTopic) wants(id string, slot, thread int) bool {
 	return slot < len(t.desired) && t.desired[slot] == Owner{Worker: id, Thread: thread}
@@ -20,9 +37,10 @@ func (t *redisTopic) wants(id string, slot, thread int) bool {
 // this incarnation's leases hold now: only then are slots claimed.
 func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bool) error {
 	now := time.Now()
+	leaving := r.isLeaving()
 	var done []*redisHeld // released leases whose records go back
-	for _, c := range t.held {
-		want := t.wants(id, c.slot, c.thread) && !r.isLeaving()
+	for c := range t.eachHeld {
+		want := t.wants(id, c.slot, c.thread) && !leaving
 		released := wait.Closed(c.grant.Released())
 		switch {
 		case released:
@@ -88,7 +106,7 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 		return fmt.Errorf("rmq: redis coordinator: release slots of %s: %w", t.Topic, err)
 	}
 	for _, c := range done {
-		delete(t.held, c.slot)
+		t.held[c.slot] = nil
 	}
 	if err := r.co.Announce(ctx, "free"); err != nil {
 		r.log.Warn("rmq: redis coordinator: announcing released slots failed; the next owner finds them at its next look", "err", err)
@@ -105,12 +123,12 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	var slots []int
 	for slot, o := range t.desired {
-		if o.Worker == id && o.Thread < max(t.Threads, 1) && t.held[slot] == nil {
+		if o.Worker == id && o.Thread < max(t.Threads, 1) && slot < len(t.held) && t.held[slot] == nil {
 			slots = append(slots, slot)
 		}
 	}
 	for slot := range t.waiting {
-		if slot >= len(t.desired) || t.desired[slot].Worker != id || t.held[slot] != nil {
+		if slot >= len(t.desired) || t.desired[slot].Worker != id || t.holds(slot) != nil {
 			delete(t.waiting, slot)
 		}
 	}
