@@ -23,7 +23,7 @@ import (
 // of the namespace read it (OpenBreakers), stale entries are ignored, and a
 // process takes its entry away when its breaker closes or it stops.
 func TestOpenBreakersAreSharedAcrossProcesses(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		ns := testenv.Namespace(t, b)
 		worker, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithRetryBackoff(rmq.NoBackoff))

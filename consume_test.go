@@ -42,7 +42,7 @@ func TestPriorityMessagesArriveHighestFirst(t *testing.T) {
 }
 
 func TestFixedTimeIsNeverEarlyAndWakesWithoutPolling(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		// A long idle poll: only the producers' wake-ups and the consumer's own
 		// timers can deliver these in time.
@@ -78,7 +78,7 @@ func TestFixedTimeIsNeverEarlyAndWakesWithoutPolling(t *testing.T) {
 }
 
 func TestRangeMergeMergesCopiesAndKeepsFirstDueTime(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
 		define(t, c, "render", 4, rmq.RangeMerge)
@@ -176,7 +176,7 @@ func TestNotOwnerHandsTheMessageBackUnchanged(t *testing.T) {
 }
 
 func TestRetryBackoffIsHonouredWhileTheSlotServesOthers(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b, rmq.WithRetryBackoff(rmq.SteppedBackoff(700*time.Millisecond, 200*time.Millisecond)))
 		define(t, c, "one", 1, rmq.FixedTime)

@@ -80,6 +80,7 @@ func TestDefaultClientsShareSlotsWithoutOverlap(t *testing.T) {
 
 // A client of the local coordinator shares its namespace with nobody.
 func TestLocalCoordinatorRefusesABusyNamespace(t *testing.T) {
+	t.Parallel() // waits out a neighbour's presence twice, 3.5 s each, mostly idle
 	b := testenv.Mini(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, b)

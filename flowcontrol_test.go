@@ -17,7 +17,7 @@ import (
 )
 
 func TestPauseHoldsEveryConsumerAndResumeDeliversWhatIsOverdueInOrder(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		ns := testenv.Namespace(t, b)
 		admin, err := rmq.New(b.Redis, rmq.WithNamespace(ns))
@@ -77,7 +77,7 @@ func TestAPauseOutlivesTheConsumers(t *testing.T) {
 }
 
 func TestRateLimitBoundsDeliveriesAndChangesApply(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
 		define(t, c, "p", 8, rmq.Priority)
@@ -124,7 +124,7 @@ func TestBadRateLimitsAreRefusedAndChangeNothing(t *testing.T) {
 }
 
 func TestBreakerHoldsAFailingTopicBackWithoutSpendingRetries(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b, rmq.WithRetryBackoff(rmq.NoBackoff))
 		define(t, c, "p", 4, rmq.Priority)

@@ -54,6 +54,7 @@ func TestIdleSweepFindsAMessageWithoutWakeUp(t *testing.T) {
 // costs an EXISTS per parked slot, a thread sweeps every 20th idle poll by
 // default, and that sweep still finds a message stored without a wake-up.
 func TestClusterSweepsEveryTwentiethPoll(t *testing.T) {
+	t.Parallel() // mostly idle; counts its own client's commands only
 	b := testenv.Cluster(t)
 	ctx := context.Background()
 	ex := &existsCounter{}

@@ -14,7 +14,7 @@ import (
 )
 
 func TestLookaheadHoldsMessagesAndDeliversThemAtTheirDueTime(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b, rmq.WithIdlePoll(time.Minute))
 		define(t, c, "ahead", 1, rmq.FixedTime)
@@ -121,7 +121,7 @@ func TestLookaheadRejectsBadInput(t *testing.T) {
 // the old holder hands them back, the new one delivers them at their due
 // time. None early, none lost, none twice.
 func TestLookaheadSlotsMovingHandHeldMessagesOver(t *testing.T) {
-	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachRealAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		ns := testenv.Namespace(t, b)
 		r := newRecorder()

@@ -66,7 +66,7 @@ func cycleWithOutcomes(cmd redis.Cmder) bool {
 // on a FixedTime topic read ahead (WithLookahead), where the new copy is due
 // a few milliseconds later.
 func TestNewerCopySurvivesACommitRepeatedAfterALostReply(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		t.Run("priority", func(t *testing.T) { newerCopySurvives(t, b, false) })
 		t.Run("fixed time, lookahead", func(t *testing.T) { newerCopySurvives(t, b, true) })
 	})

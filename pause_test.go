@@ -89,7 +89,7 @@ func (w *pauseWorld) delivered(content string) (perWorker [2]int, ofContent int)
 // PauseTopic holds both processes of the namespace within a second; a
 // listener already running finishes and commits, and is not delivered again.
 func TestPauseHoldsTwoProcessesAndLetsTheListenerInHandCommit(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		w := newPauseWorld(t, b)
 		w.sendEverySlot(t, "before", 2)

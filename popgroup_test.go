@@ -77,7 +77,7 @@ func (h *groupHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // whose next look is near (on a Cluster, those of one master). Every message
 // still comes once, at or after its due time, in due order within its slot.
 func TestLookaheadPopsAThreadsSlotsTogether(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		g := &groupCounter{}
 		g.watch(t, b)

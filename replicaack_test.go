@@ -21,6 +21,7 @@ import (
 // master all the same) once it is gone, through the send stream and through
 // pipelines alike.
 func TestReplicaAck(t *testing.T) {
+	t.Parallel() // a master and a replica of its own
 	master := testenv.StartRedis(t)
 	replica := testenv.StartRedis(t, "--replicaof", "127.0.0.1", strings.TrimPrefix(master.Addr(), "127.0.0.1:"))
 	admin := redis.NewClient(&redis.Options{Addr: master.Addr()})

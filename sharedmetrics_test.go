@@ -28,7 +28,7 @@ func statsFlush(cmd redis.Cmder) bool {
 // same batch again before its next one, and Redis adds it once: the shared
 // metrics count every message once.
 func TestMetricsFlushAfterALostReplyCountsOnce(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		var repeats atomic.Int64 // flushes Redis answered "added before"
 		h := &lostReply{match: statsFlush, seen: func(cmd redis.Cmder) {

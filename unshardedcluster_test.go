@@ -23,6 +23,7 @@ import (
 // 100 ms after a failure, nor by the idle sweep, here 20 minutes away), and
 // an idle consumer has none of its commands refused.
 func TestClusterWithoutShardedPubSub(t *testing.T) {
+	t.Parallel() // a private Cluster of its own
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{ExtraArgs: []string{
 		"--rename-command", "SPUBLISH", "", "--rename-command", "SSUBSCRIBE", ""}})
 	ctx := context.Background()

@@ -214,7 +214,7 @@ func TestRedisCoordinatorSharesSlotsAndHandsThemOver(t *testing.T) {
 }
 
 func TestRedisCoordinatorTakesOverFromAWorkerCutOff(t *testing.T) {
-	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachRealAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ns := testenv.Namespace(t, b)
 		board := newSlotBoard()
 		ttl := 1500 * time.Millisecond
@@ -246,7 +246,7 @@ func TestRedisCoordinatorTakesOverFromAWorkerCutOff(t *testing.T) {
 // assignment keeps no lease past its TTL, so the slots' new owner, which
 // takes them once its patience runs out, never serves one beside it.
 func TestRedisCoordinatorWorkerThatCannotApplyTheAssignmentLetsItsLeasesLapse(t *testing.T) {
-	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachRealAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ns := testenv.Namespace(t, b)
 		board := newSlotBoard()
 		ttl := 1500 * time.Millisecond

@@ -61,7 +61,7 @@ func (h *roundTrips) read(command string) (trips, n int) {
 // the topic list, the flow control and the backlogs are read together and
 // cached, and every scrape still gets every gauge.
 func TestScrapeStormReadsRedisAboutOnceASecond(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, r *redis.Client) {
+	forEachRedisAtOnce(t, func(t *testing.T, r *redis.Client) {
 		ctx := context.Background()
 		c, err := rmq.New(r, rmq.WithNamespace(namespace(t, r)))
 		require.NoError(t, err)

@@ -70,7 +70,7 @@ func labelText(ls []*dto.LabelPair) string {
 // The collector exposes the contract's names, types and labels with this
 // process's counters and the namespace's backlogs.
 func TestCollectorExposesTopicMetricsAndBacklogs(t *testing.T) {
-	forEachRedis(t, func(t *testing.T, r *redis.Client) {
+	forEachRedisAtOnce(t, func(t *testing.T, r *redis.Client) {
 		ctx := context.Background()
 		c, err := rmq.New(r, rmq.WithNamespace(namespace(t, r)), rmq.WithRetryBackoff(rmq.NoBackoff))
 		require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +57,15 @@ func miniRedis(t testing.TB) *redis.Client {
 func forEachRedis(t *testing.T, fn func(t *testing.T, r *redis.Client)) {
 	t.Run("miniredis", func(t *testing.T) { fn(t, miniRedis(t)) })
 	t.Run("redis", func(t *testing.T) { fn(t, realRedis(t)) })
+}
+
+// forEachRedisAtOnce is forEachRedis with both subtests at the same time,
+// for tests that mostly wait; it returns once both have ended.
+func forEachRedisAtOnce(t *testing.T, fn func(t *testing.T, r *redis.Client)) {
+	var wg sync.WaitGroup
+	wg.Go(func() { t.Run("miniredis", func(t *testing.T) { fn(t, miniRedis(t)) }) })
+	wg.Go(func() { t.Run("redis", func(t *testing.T) { fn(t, realRedis(t)) }) })
+	wg.Wait()
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9]+`)

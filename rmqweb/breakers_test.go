@@ -21,7 +21,7 @@ import (
 // page and the topic's page, with the process; once that process stops, it
 // shows no more.
 func TestPagesShowWhereTheBreakerIsOpen(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := seed(t, b)
 		worker, err := rmq.New(b.Redis, rmq.WithNamespace(c.Namespace()), rmq.WithRetryBackoff(rmq.NoBackoff))

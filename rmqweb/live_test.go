@@ -21,7 +21,7 @@ import (
 // With a consumer at work, the pages show its rates, lateness, slots and
 // the worker itself.
 func TestPagesShowTrafficAndWorkers(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := seed(t, b)
 		require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "fast", SlotAmount: 4, Type: rmq.FixedTime}))

@@ -15,6 +15,7 @@ import (
 // publications while the master of its channel's hash slot is dead (before
 // any failover), since it also listens through another master.
 func TestListenSurvivesADeadMaster(t *testing.T) {
+	t.Parallel() // a private Cluster of its own
 	if testing.Short() {
 		t.Skip("starts a private Redis Cluster")
 	}

@@ -56,6 +56,7 @@ func unservedAndMoved(t *testing.T) (client *redis.ClusterClient, unserved, move
 // redirected command runs once, on its new master; the refusal stays with
 // its command. Under -race, no data race.
 func TestRoutedPipelineRunsARedirectedCommandOnce(t *testing.T) {
+	t.Parallel() // a private Cluster of its own
 	ctx := context.Background()
 	client, unserved, moved := unservedAndMoved(t)
 	p := NewRoutedPipeline(client)
@@ -112,6 +113,7 @@ func TestRoutedPipelineAnswersEachCommand(t *testing.T) {
 // served) asks for the map's reload, as the Cluster client's own pipeline
 // did.
 func TestRoutedPipelineReloadsTheSlotMapAfterARefusal(t *testing.T) {
+	t.Parallel() // a private Cluster of its own
 	ctx := context.Background()
 	client, unserved, _ := unservedAndMoved(t)
 	topo := topologyOf(client)

@@ -144,6 +144,7 @@ func TestListenFollowsEverySlotsShardedChannel(t *testing.T) {
 // dies and its replica takes over; each time the channel is subscribed
 // again, which wakes its slot, and what is published there arrives.
 func TestShardedChannelsFollowTheirSlots(t *testing.T) {
+	t.Parallel() // a private Cluster of its own
 	if testing.Short() {
 		t.Skip("starts a private Redis Cluster")
 	}

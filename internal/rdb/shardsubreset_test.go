@@ -23,6 +23,7 @@ import (
 // the reply ended that master's subscription with a Warn line, again at
 // each try.
 func TestShardSubOutlastsANodeReset(t *testing.T) {
+	t.Parallel() // a private Cluster of its own
 	ctx := context.Background()
 	var warned testenv.Warnings
 	cl, client, br := privateBroker(t, "reset", WithLogger(slog.New(&warned)))

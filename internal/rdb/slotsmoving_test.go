@@ -68,6 +68,7 @@ func newMovingPair(t *testing.T, ns string) *movingPair {
 // a redirected one to its new node: two goroutines then run one command at
 // once.)
 func TestCyclesOfAMasterWhoseSlotsMove(t *testing.T) {
+	t.Parallel() // a private Cluster of its own
 	ctx := context.Background()
 	p := newMovingPair(t, "moving")
 	calls := slotCycles([]SlotKeys{p.a, p.b}, 5, Fence{})
@@ -96,6 +97,7 @@ func TestCyclesOfAMasterWhoseSlotsMove(t *testing.T) {
 // knows the move; under -race, no data race (the same go-redis pipeline
 // retry as above).
 func TestIdleSweepOfAMasterWhoseSlotsMove(t *testing.T) {
+	t.Parallel() // a private Cluster of its own
 	ctx := context.Background()
 	p := newMovingPair(t, "sweepmoving")
 	_, err := p.br.AnyWaiting(ctx, []SlotKeys{p.a, p.b})

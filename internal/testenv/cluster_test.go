@@ -15,6 +15,7 @@ import (
 // settings and KeySlot against CLUSTER KEYSLOT, kills a master and sees its replica
 // promoted.
 func TestPrivateCluster(t *testing.T) {
+	t.Parallel() // a private Cluster of its own
 	c := StartCluster(t, ClusterOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

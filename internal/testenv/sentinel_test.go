@@ -13,6 +13,7 @@ import (
 // TestPrivateSentinel starts a private Sentinel deployment, checks its
 // topology, kills the master and sees the replica promoted.
 func TestPrivateSentinel(t *testing.T) {
+	t.Parallel() // a private Sentinel deployment of its own
 	s := StartSentinel(t, SentinelOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

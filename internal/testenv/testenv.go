@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,6 +96,40 @@ func ForEach(t *testing.T, fn func(t *testing.T, b Backend)) {
 	t.Run("miniredis", func(t *testing.T) { fn(t, Mini(t)) })
 	t.Run("redis", func(t *testing.T) { fn(t, Single(t)) })
 	t.Run("cluster", func(t *testing.T) { fn(t, Cluster(t)) })
+}
+
+// ForEachAtOnce is ForEach with the three subtests running at the same time,
+// for tests that spend their time waiting (on timers, flushes, leases) rather
+// than computing, and that read nothing process-wide (goroutine counts, the
+// process's CPU). It returns once all three have ended. It starts them in
+// goroutines of its own, not with t.Parallel, so go test's -parallel limit
+// does not queue them and the caller's code after it still runs last.
+func ForEachAtOnce(t *testing.T, fn func(t *testing.T, b Backend)) {
+	t.Helper()
+	atOnce(t, fn, starter{"miniredis", Mini}, starter{"redis", Single}, starter{"cluster", Cluster})
+}
+
+// ForEachRealAtOnce is ForEachReal with its two subtests at the same time,
+// as ForEachAtOnce runs them.
+func ForEachRealAtOnce(t *testing.T, fn func(t *testing.T, b Backend)) {
+	t.Helper()
+	atOnce(t, fn, starter{"redis", Single}, starter{"cluster", Cluster})
+}
+
+// atOnce runs fn as one subtest per backend, all at the same time (testing
+// allows t.Run from several goroutines, if all return before t's function).
+func atOnce(t *testing.T, fn func(t *testing.T, b Backend), backends ...starter) {
+	var wg sync.WaitGroup
+	for _, s := range backends {
+		wg.Go(func() { t.Run(s.name, func(t *testing.T) { fn(t, s.start(t)) }) })
+	}
+	wg.Wait()
+}
+
+// starter names a backend and starts (or connects to) it.
+type starter struct {
+	name  string
+	start func(testing.TB) Backend
 }
 
 // ForEachReal runs fn on real Redis and real Cluster only (for behaviour that

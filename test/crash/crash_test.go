@@ -78,7 +78,7 @@ func TestCrash(t *testing.T) {
 		{name: "early-kill", typ: rmq.Priority, killAt: 150},
 		{name: "late-kill", typ: rmq.FixedTime, killAt: 1350},
 	}
-	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachRealAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		for _, sc := range scenarios {
 			t.Run(sc.name, func(t *testing.T) { testCrash(t, b, sc) })
 		}
