@@ -113,9 +113,16 @@ func (a *Alarm) drain() {
 	}
 }
 
-// Wake makes the current or next Sleep return. It never blocks.
+// Wake makes the current or next Sleep return. It never blocks. A Wake
+// while an earlier one is still unseen (no Sleep has returned since) costs
+// an atomic swap and nothing else: that earlier Wake's ring, or the flag a
+// Sleep looks at after arming, ends the Sleep for both, and the sleeper
+// looks at what woke it only after clearing the flag, so after both. A
+// thread given 256 slots at once is woken once, not 256 times.
 func (a *Alarm) Wake() {
-	a.woken.Store(true)
+	if a.woken.Swap(true) {
+		return
+	}
 	if f := a.fd.Load(); f != nil {
 		f.ring()
 		return

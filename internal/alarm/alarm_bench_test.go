@@ -60,3 +60,20 @@ func BenchmarkPacedWakes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWakeBurst is a thread given 256 slots at once (a start, a
+// rebalance) or sent a burst of wake-ups while it works: 256 Wakes, then
+// the Sleep they end. ns/op is per Wake.
+//
+//	go test ./internal/alarm -run XXX -bench WakeBurst -count 5
+func BenchmarkWakeBurst(b *testing.B) {
+	a := New()
+	defer a.Close()
+	a.Sleep(time.Nanosecond) // opens the timerfd
+	for i := 0; b.Loop(); i++ {
+		a.Wake()
+		if i%256 == 255 {
+			a.Sleep(time.Hour) // returns at once: the burst's Wakes end it
+		}
+	}
+}
