@@ -17,7 +17,8 @@ func reportManySlots(rep *report, res *scenarioResults) {
 	total := c.manyTopics * c.manySlots
 	rep.printf("## 10. Many idle slots\n\n")
 	rep.printf("One RMQ client subscribed to %d empty FixedTime topics of %d slots each (%s slots; %s per topic; default "+
-		"idle poll). Start-up is Start until the client holds every slot (the sum of TopicMetrics' OwnedSlots). After a "+
+		"idle poll). Start-up is Start until the client holds every slot (the sum of TopicMetrics' OwnedSlots); Close "+
+		"is the worker's Close at the end, until it returns (every lease revoked, every slot's record handed back). After a "+
 		"further %s, an idle window of %s: Redis commands are the INFO commandstats delta, which counts every command a Lua "+
 		"script runs as well as the script call itself, minus our INFO calls and the commands of the producer below (a "+
 		"second client sending through go-redis pipelines, counted by a hook). Sent by the worker is what its go-redis "+
@@ -42,6 +43,7 @@ func reportManySlots(rep *report, res *scenarioResults) {
 		t.add(cells...)
 	}
 	row("start-up: Start → every slot held", mStartup, func(x float64) string { return num(x) + " s" })
+	row("Close: until it returned, every slot handed back", mClose, func(x float64) string { return num(x) + " s" })
 	row("slots held at the end of the window", mSlotsHeld, count)
 	row("**Redis commands/s per idle slot** (Lua-internal included)", mServerPerSlot, num3)
 	row("Redis commands/s, all slots", mServerPerSec, num)

@@ -13,11 +13,12 @@ import (
 )
 
 // Many slots: one RMQ client subscribed to 100 FixedTime topics of 256 slots
-// each, all empty, on the single server and (with -cluster) on the Cluster. We time its start-up (Start until it holds every slot),
-// then watch an idle window: the commands Redis runs (INFO commandstats,
-// Lua-internal ones included) and those the client sends (a go-redis hook),
-// Redis CPU, the client's memory, and the lateness of FixedTime messages sent
-// meanwhile to random topics.
+// each, all empty, on the single server and (with -cluster) on the Cluster.
+// We time its start-up (Start until it holds every slot) and its Close at
+// the end, and watch an idle window between: the commands Redis runs (INFO
+// commandstats, Lua-internal ones included) and those the client sends (a
+// go-redis hook), Redis CPU, the client's memory, and the lateness of
+// FixedTime messages sent meanwhile to random topics.
 
 const (
 	vManyRMQ        = "RMQ"
@@ -29,6 +30,7 @@ const (
 	manyWait      = 10 * time.Second // after the window, for the last messages
 
 	mStartup       = "startup_s"
+	mClose         = "close_s"
 	mSlotsHeld     = "slots_held_at_end"
 	mScriptPerSec  = "script_internal_cmds_per_s"
 	mHeapInUse     = "heap_inuse_bytes"
@@ -159,7 +161,12 @@ func manySlotsRMQ(ctx context.Context, e *env) (metrics, error) {
 	if m[mMissing] > 0 {
 		return m, closeAll(fmt.Errorf("%v of %d messages sent while idle were not delivered", m[mMissing], e.manyMessages))
 	}
-	return m, closeAll(nil)
+	// Close: what a rolling restart waits for, every lease revoked and every
+	// slot's record handed back.
+	closing := time.Now()
+	werr := w.close()
+	m[mClose] = time.Since(closing).Seconds()
+	return m, errors.Join(werr, p.close())
 }
 
 // sendSpread sends e.manyMessages FixedTime messages spread evenly over the
