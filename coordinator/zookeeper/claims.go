@@ -54,7 +54,9 @@ func (r *membership) applyAssignment(t *topicState, sid int64) error {
 			c.moving, c.drainBy = true, now.Add(r.m.DrainTimeout)
 			c.grant.Revoke()
 			r.h.Revoked(c.grant.Lease())
-			r.pokeWhen(c.grant.Released(), r.m.DrainTimeout)
+			// Its release kicks the loop (dropReleased, registered at
+			// issue), and the loop's wait ends by drainBy (nextDeadline):
+			// nothing to wait for here, no goroutine per revoked slot.
 		case c.moving && !released && now.After(c.drainBy):
 			r.log.Warn("rmq: slot not released within the drain timeout; taking it away",
 				"topic", t.Topic, "slot", slot, "drain", r.m.DrainTimeout)
@@ -173,21 +175,6 @@ func (r *membership) dropReleased(g *coordinator.Grant) {
 	delete(r.leases, g)
 	r.mu.Unlock()
 	r.poke()
-}
-
-// pokeWhen kicks the loop when ch closes or after d.
-func (r *membership) pokeWhen(ch <-chan struct{}, d time.Duration) {
-	go func() {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ch:
-		case <-t.C:
-		case <-r.done:
-			return
-		}
-		r.poke()
-	}()
 }
 
 // drop deletes the owner node of a held slot (if it is still this session's)
