@@ -89,13 +89,30 @@ func ping(t testing.TB, c redis.UniversalClient) {
 	}
 }
 
+// starter names a backend and starts (or connects to) it.
+type starter struct {
+	name  string
+	start func(testing.TB) Backend
+}
+
+// allBackends and realBackends are those of ForEach and ForEachReal, in order.
+var (
+	allBackends  = []starter{{"miniredis", Mini}, {"redis", Single}, {"cluster", Cluster}}
+	realBackends = allBackends[1:]
+)
+
 // ForEach runs fn as a subtest on miniredis, real Redis and real Cluster.
 // Real servers are skipped in -short mode (unless required).
 func ForEach(t *testing.T, fn func(t *testing.T, b Backend)) {
 	t.Helper()
-	t.Run("miniredis", func(t *testing.T) { fn(t, Mini(t)) })
-	t.Run("redis", func(t *testing.T) { fn(t, Single(t)) })
-	t.Run("cluster", func(t *testing.T) { fn(t, Cluster(t)) })
+	inTurn(t, fn, allBackends)
+}
+
+// ForEachReal runs fn on real Redis and real Cluster only (for behaviour that
+// needs real time or real Lua).
+func ForEachReal(t *testing.T, fn func(t *testing.T, b Backend)) {
+	t.Helper()
+	inTurn(t, fn, realBackends)
 }
 
 // ForEachAtOnce is ForEach with the three subtests running at the same time,
@@ -106,38 +123,31 @@ func ForEach(t *testing.T, fn func(t *testing.T, b Backend)) {
 // does not queue them and the caller's code after it still runs last.
 func ForEachAtOnce(t *testing.T, fn func(t *testing.T, b Backend)) {
 	t.Helper()
-	atOnce(t, fn, starter{"miniredis", Mini}, starter{"redis", Single}, starter{"cluster", Cluster})
+	atOnce(t, fn, allBackends)
 }
 
 // ForEachRealAtOnce is ForEachReal with its two subtests at the same time,
 // as ForEachAtOnce runs them.
 func ForEachRealAtOnce(t *testing.T, fn func(t *testing.T, b Backend)) {
 	t.Helper()
-	atOnce(t, fn, starter{"redis", Single}, starter{"cluster", Cluster})
+	atOnce(t, fn, realBackends)
+}
+
+// inTurn runs fn as one subtest per backend, one after the other.
+func inTurn(t *testing.T, fn func(t *testing.T, b Backend), backends []starter) {
+	for _, s := range backends {
+		t.Run(s.name, func(t *testing.T) { fn(t, s.start(t)) })
+	}
 }
 
 // atOnce runs fn as one subtest per backend, all at the same time (testing
 // allows t.Run from several goroutines, if all return before t's function).
-func atOnce(t *testing.T, fn func(t *testing.T, b Backend), backends ...starter) {
+func atOnce(t *testing.T, fn func(t *testing.T, b Backend), backends []starter) {
 	var wg sync.WaitGroup
 	for _, s := range backends {
 		wg.Go(func() { t.Run(s.name, func(t *testing.T) { fn(t, s.start(t)) }) })
 	}
 	wg.Wait()
-}
-
-// starter names a backend and starts (or connects to) it.
-type starter struct {
-	name  string
-	start func(testing.TB) Backend
-}
-
-// ForEachReal runs fn on real Redis and real Cluster only (for behaviour that
-// needs real time or real Lua).
-func ForEachReal(t *testing.T, fn func(t *testing.T, b Backend)) {
-	t.Helper()
-	t.Run("redis", func(t *testing.T) { fn(t, Single(t)) })
-	t.Run("cluster", func(t *testing.T) { fn(t, Cluster(t)) })
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9]+`)
