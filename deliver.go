@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/internal/rdb"
-	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // flushEvery bounds how long a finished message's outcome waits in a batch
@@ -41,7 +40,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			now = time.Now()
 			flushed = now
 		}
-		if wait.Closed(s.lease.Revoking()) || !s.lease.Valid() || now.After(restoreAfter) || t.sub.heldBack() {
+		if s.lease.IsRevoked() || !s.lease.Valid() || now.After(restoreAfter) || t.sub.heldBack() {
 			tm.recordRestored(int64(len(res.Deliveries) - i))
 			for j := range res.Deliveries[i:] {
 				s.pending = append(s.pending, res.Deliveries[i+j].Settle(rdb.Restore))

@@ -60,7 +60,7 @@ func (t *thread) sweep(hard context.Context, now time.Time) {
 	for _, s := range t.order {
 		if s.parked && s.busy == nil {
 			parked = append(parked, s)
-			keys = append(keys, s.keys)
+			keys = append(keys, *s.keys)
 		}
 	}
 	if len(parked) == 0 {

@@ -29,7 +29,7 @@ const nodeRecheck = 250 * time.Millisecond
 // nodeState returns the node serving s and its backoff, or nil if the node
 // has not failed lately.
 func (t *thread) nodeState(s *slotState) (string, *nodeBackoff) {
-	node := t.sub.c.broker.Node(s.keys)
+	node := t.sub.c.broker.Node(*s.keys)
 	return node, t.down[node]
 }
 

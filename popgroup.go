@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/internal/rdb"
-	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // groupShare: a pop that reaches ahead (WithLookahead) takes along, in the
@@ -28,9 +27,9 @@ func (t *thread) groupCalls(lead *popCall) []*popCall {
 	}
 	now := lead.sent
 	horizon := now.Add(t.sub.lookahead / groupShare)
-	node := t.sub.c.broker.Node(lead.s.keys)
+	node := t.sub.c.broker.Node(*lead.s.keys)
 	for _, s := range t.order {
-		if s == lead.s || !t.joins(s, now, horizon) || t.sub.c.broker.Node(s.keys) != node {
+		if s == lead.s || !t.joins(s, now, horizon) || t.sub.c.broker.Node(*s.keys) != node {
 			continue
 		}
 		if t.sub.flow.paused.Load() {
@@ -59,7 +58,7 @@ func (t *thread) joins(s *slotState, now, horizon time.Time) bool {
 	switch {
 	case s.busy != nil, s.parked, s.heldDue(now), s.next.After(horizon):
 		return false
-	case wait.Closed(s.lease.Revoking()), !s.lease.Valid():
+	case s.lease.IsRevoked(), !s.lease.Valid():
 		return false
 	}
 	_, held := t.heldBack(s, now)
@@ -79,7 +78,7 @@ func (t *thread) runPops(hard context.Context, calls []*popCall) {
 	}
 	batch := make([]*rdb.SlotCycle, len(calls))
 	for i, c := range calls {
-		batch[i] = &rdb.SlotCycle{Keys: c.s.keys, Req: c.req}
+		batch[i] = &rdb.SlotCycle{Keys: *c.s.keys, Req: c.req}
 	}
 	if g := &t.sub.c.consumers; g.enter() {
 		t.sub.c.broker.Cycles(hard, batch)

@@ -43,7 +43,7 @@ type thread struct {
 // slotState is one leased slot of a thread.
 type slotState struct {
 	lease   *coordinator.Lease
-	keys    rdb.SlotKeys
+	keys    *rdb.SlotKeys   // the topic's, shared (topicInfo.slots)
 	ctx     context.Context // listeners' context, from the first delivery on (listenCtx)
 	stop    func()          // ends ctx
 	next    time.Time       // when to cycle next; zero means at once
@@ -154,7 +154,7 @@ func (t *thread) absorb(hard context.Context) {
 	}
 	if revoked {
 		for _, s := range append([]*slotState(nil), t.order...) {
-			if wait.Closed(s.lease.Revoking()) {
+			if s.lease.IsRevoked() {
 				t.release(hard, s)
 			}
 		}
@@ -181,7 +181,7 @@ func (t *thread) add(hard context.Context, l *coordinator.Lease) {
 	if old := t.slots[l.Slot()]; old != nil {
 		t.release(hard, old) // a newer lease of the same slot replaces it
 	}
-	s := &slotState{lease: l, keys: t.sub.topic.slots[l.Slot()]}
+	s := &slotState{lease: l, keys: &t.sub.topic.slots[l.Slot()]}
 	t.slots[l.Slot()] = s
 	t.order = append(t.order, s)
 	if t.sub.holders[l.Slot()].Swap(t) == nil {
@@ -258,7 +258,7 @@ func (t *thread) cycle(hard context.Context, s *slotState, req *rdb.CycleRequest
 		return rdb.CycleResult{}, ErrClosed
 	}
 	defer g.leave()
-	return t.sub.c.broker.Cycle(hard, s.keys, req)
+	return t.sub.c.broker.Cycle(hard, *s.keys, req)
 }
 
 // pick returns the next slot to serve (round-robin among those due), or how
@@ -313,7 +313,7 @@ func (t *thread) request(s *slotState, max int) *rdb.CycleRequest {
 
 // serve runs one cycle on s: settle its outcomes, pop a batch, deliver it.
 func (t *thread) serve(hard context.Context, s *slotState) {
-	if wait.Closed(s.lease.Revoking()) {
+	if s.lease.IsRevoked() {
 		t.release(hard, s)
 		return
 	}

@@ -29,6 +29,11 @@ const noDeadline = math.MaxInt64
 // Valid reports ownership synchronously from a deadline on the monotonic
 // clock, so a process that was frozen past its deadline sees the loss the
 // moment it runs again, before any goroutine has had time to cancel anything.
+//
+// A process may hold tens of thousands of leases, most of them idle: the
+// context and the two channels are made when first asked for (Context,
+// Revoking, Grant.Released), and IsRevoked and Grant.IsReleased answer
+// without them.
 type Lease struct {
 	topic  string
 	slot   int
@@ -36,20 +41,26 @@ type Lease struct {
 	token  int64
 	record string // the owner record a Redis coordinator's claim wrote, if any
 
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-
 	deadline atomic.Int64 // monotonic ns since clockBase; noDeadline = none
 	lost     atomic.Bool
-
-	revokeOnce  sync.Once
-	revoking    chan struct{}
-	releaseOnce sync.Once
-	released    chan struct{}
+	revoked  atomic.Bool // set under mu
+	released atomic.Bool // set under mu
 
 	mu           sync.Mutex
-	afterRelease []func() // each run in its own goroutine once released
+	ctx          context.Context // nil until Context is called
+	cancel       context.CancelCauseFunc
+	cause        error         // why the lease ended, once it did: ErrLeaseLost or context.Canceled
+	revoking     chan struct{} // nil until Revoking is called
+	releasedCh   chan struct{} // nil until Grant.Released is called
+	afterRelease []func()      // each run in its own goroutine once released
 }
+
+// closedChan is the channel handed out for an event that already happened.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // NewLease returns a lease for coordinator implementations: the Lease goes to
 // the holder (through Handler.Assigned), the Grant stays with the coordinator.
@@ -57,13 +68,7 @@ type Lease struct {
 // unfenced); tokens of successive owners of one slot must increase. The lease
 // has no deadline until the grant sets one.
 func NewLease(topic string, slot, thread int, token int64) (*Lease, *Grant) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	l := &Lease{
-		topic: topic, slot: slot, thread: thread, token: token,
-		ctx: ctx, cancel: cancel,
-		revoking: make(chan struct{}),
-		released: make(chan struct{}),
-	}
+	l := &Lease{topic: topic, slot: slot, thread: thread, token: token}
 	l.deadline.Store(noDeadline)
 	return l, &Grant{l: l}
 }
@@ -87,10 +92,37 @@ func (l *Lease) Record() string { return l.record }
 
 // Context is cancelled, with cause ErrLeaseLost, when the lease is lost, and
 // with context.Canceled when it is released.
-func (l *Lease) Context() context.Context { return l.ctx }
+func (l *Lease) Context() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(context.Background())
+		if l.cause != nil {
+			l.cancel(l.cause)
+		}
+	}
+	return l.ctx
+}
 
 // Revoking is closed when the coordinator wants the slot back (or it was lost).
-func (l *Lease) Revoking() <-chan struct{} { return l.revoking }
+func (l *Lease) Revoking() <-chan struct{} {
+	if l.revoked.Load() {
+		return closedChan
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.revoked.Load() {
+		return closedChan
+	}
+	if l.revoking == nil {
+		l.revoking = make(chan struct{})
+	}
+	return l.revoking
+}
+
+// IsRevoked reports whether Revoking is closed: the coordinator wants the
+// slot back, or it was lost.
+func (l *Lease) IsRevoked() bool { return l.revoked.Load() }
 
 // Valid reports whether this process still owns the slot: not lost, not
 // released, and the monotonic clock is before the deadline.
@@ -112,19 +144,24 @@ func (l *Lease) Remaining() time.Duration {
 // and every delivered message is settled. Ownership ends with it. Only the
 // first call counts.
 func (l *Lease) Release() {
-	l.releaseOnce.Do(func() {
-		l.lost.Store(true)
-		l.revoke()
-		l.cancel(context.Canceled)
-		l.mu.Lock()
-		close(l.released)
-		after := l.afterRelease
-		l.afterRelease = nil
+	l.mu.Lock()
+	if l.released.Load() {
 		l.mu.Unlock()
-		for _, f := range after {
-			go f()
-		}
-	})
+		return
+	}
+	l.lost.Store(true)
+	l.revokeLocked()
+	l.endLocked(context.Canceled)
+	l.released.Store(true)
+	if l.releasedCh != nil {
+		close(l.releasedCh)
+	}
+	after := l.afterRelease
+	l.afterRelease = nil
+	l.mu.Unlock()
+	for _, f := range after {
+		go f()
+	}
 }
 
 // Fenced tells the lease that Redis refused the holder's fencing token:
@@ -133,12 +170,41 @@ func (l *Lease) Release() {
 // lease is revoked); the holder still calls Release when it has stopped.
 func (l *Lease) Fenced() { l.lose() }
 
-func (l *Lease) revoke() { l.revokeOnce.Do(func() { close(l.revoking) }) }
+func (l *Lease) revoke() {
+	l.mu.Lock()
+	l.revokeLocked()
+	l.mu.Unlock()
+}
 
 func (l *Lease) lose() {
+	l.mu.Lock()
 	l.lost.Store(true)
-	l.cancel(ErrLeaseLost)
-	l.revoke()
+	l.endLocked(ErrLeaseLost)
+	l.revokeLocked()
+	l.mu.Unlock()
+}
+
+// revokeLocked closes Revoking, once; l.mu is held.
+func (l *Lease) revokeLocked() {
+	if l.revoked.Load() {
+		return
+	}
+	l.revoked.Store(true)
+	if l.revoking != nil {
+		close(l.revoking)
+	}
+}
+
+// endLocked cancels the context with cause, unless it ended before (the
+// first cause stays); l.mu is held.
+func (l *Lease) endLocked(cause error) {
+	if l.cause != nil {
+		return
+	}
+	l.cause = cause
+	if l.cancel != nil {
+		l.cancel(cause)
+	}
 }
 
 // Grant is the coordinator's side of a Lease: it asks for the slot back,
@@ -175,7 +241,25 @@ func (g *Grant) SetDeadlineAt(t time.Time) {
 }
 
 // Released is closed once the holder has released the slot.
-func (g *Grant) Released() <-chan struct{} { return g.l.released }
+func (g *Grant) Released() <-chan struct{} {
+	l := g.l
+	if l.released.Load() {
+		return closedChan
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released.Load() {
+		return closedChan
+	}
+	if l.releasedCh == nil {
+		l.releasedCh = make(chan struct{})
+	}
+	return l.releasedCh
+}
+
+// IsReleased reports whether Released is closed: the holder has released
+// the slot.
+func (g *Grant) IsReleased() bool { return g.l.released.Load() }
 
 // AfterRelease arranges for f to run in its own goroutine once the holder
 // has released the slot (at once if it has), as context.AfterFunc does for a
@@ -186,10 +270,9 @@ func (g *Grant) AfterRelease(f func()) {
 	l := g.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	select {
-	case <-l.released:
+	if l.released.Load() {
 		go f()
-	default:
-		l.afterRelease = append(l.afterRelease, f)
+		return
 	}
+	l.afterRelease = append(l.afterRelease, f)
 }

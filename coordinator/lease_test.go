@@ -218,3 +218,65 @@ func TestLocalAssignsEverySlotAndRevokesOnStop(t *testing.T) {
 		assert.False(t, l.Valid(), "released")
 	}
 }
+
+// The context and the channels are made when first asked for: asked before
+// the events, they close and end when the events come; asked after, they
+// are already closed and ended. IsRevoked and IsReleased agree with them.
+func TestLeaseSignalsAskedBeforeAndAfter(t *testing.T) {
+	l, g := coordinator.NewLease("t", 0, 0, 0)
+	ctx, revoking, released := l.Context(), l.Revoking(), g.Released()
+	assert.False(t, l.IsRevoked())
+	assert.False(t, g.IsReleased())
+	g.Lose()
+	assert.True(t, l.IsRevoked())
+	assert.True(t, closed(revoking), "asked before the loss")
+	assert.ErrorIs(t, context.Cause(ctx), coordinator.ErrLeaseLost)
+	assert.False(t, g.IsReleased())
+	assert.False(t, closed(released))
+	l.Release()
+	assert.True(t, g.IsReleased())
+	assert.True(t, closed(released), "asked before the release")
+	assert.Same(t, ctx, l.Context(), "one context for the lease's life")
+
+	l2, g2 := coordinator.NewLease("t", 0, 0, 0)
+	g2.Revoke()
+	assert.True(t, l2.IsRevoked())
+	assert.False(t, g2.IsReleased())
+	assert.NoError(t, l2.Context().Err(), "a revocation ends nothing")
+	l2.Release()
+	assert.True(t, g2.IsReleased())
+	assert.True(t, closed(g2.Released()), "asked after the release")
+	assert.ErrorIs(t, context.Cause(l2.Context()), context.Canceled, "made after the release: ended")
+}
+
+// Asking for the signals while the lease is revoked, lost and released from
+// other goroutines: every one asked for ends (run with -race).
+func TestLeaseSignalsAskedConcurrently(t *testing.T) {
+	for range 200 {
+		l, g := coordinator.NewLease("t", 0, 0, 0)
+		var wg sync.WaitGroup
+		got := make(chan func() bool, 8)
+		for range 2 {
+			wg.Go(func() {
+				ch := l.Revoking()
+				got <- func() bool { return closed(ch) }
+			})
+			wg.Go(func() {
+				ch := g.Released()
+				got <- func() bool { return closed(ch) }
+			})
+			wg.Go(func() {
+				ctx := l.Context()
+				got <- func() bool { return ctx.Err() != nil }
+			})
+		}
+		wg.Go(g.Revoke)
+		wg.Go(g.Lose)
+		wg.Go(l.Release)
+		wg.Wait()
+		close(got)
+		for ended := range got {
+			require.True(t, ended(), "a signal asked for around the events did not end")
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/internal/rdb"
-	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // leave hands every slot back and leaves the group. It first tells the group
@@ -39,7 +38,7 @@ func (r *redisRun) leave(ctx context.Context) {
 	var all []heldSlot
 	for _, t := range r.topics {
 		for c := range t.eachHeld {
-			if !wait.Closed(c.grant.Released()) {
+			if !c.grant.IsReleased() {
 				c.grant.Revoke()
 				r.h.Revoked(c.grant.Lease())
 			}
@@ -84,7 +83,7 @@ func (r *redisRun) drain(ctx context.Context, all []heldSlot) (context.Context, 
 			if late {
 				h.c.grant.Lose()
 			}
-			if wait.Closed(h.c.grant.Released()) || late {
+			if h.c.grant.IsReleased() || late {
 				done[h.t] = append(done[h.t], h.c)
 			} else {
 				rest = append(rest, h)

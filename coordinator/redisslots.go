@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // holds returns the held slot's claim, nil if the slot is not held.
@@ -41,7 +39,7 @@ func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bo
 	var done []*redisHeld // released leases whose records go back
 	for c := range t.eachHeld {
 		want := t.wants(id, c.slot, c.thread) && !leaving
-		released := wait.Closed(c.grant.Released())
+		released := c.grant.IsReleased()
 		switch {
 		case released:
 			done = append(done, c)

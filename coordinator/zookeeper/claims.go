@@ -47,7 +47,7 @@ func (r *membership) applyAssignment(t *topicState, sid int64) error {
 	now := time.Now()
 	for slot, c := range t.held {
 		want := r.wants(t, slot, c.thread)
-		released := wait.Closed(c.grant.Released())
+		released := c.grant.IsReleased()
 		switch {
 		case !want && !c.moving && !released:
 			r.busy = true
@@ -208,7 +208,7 @@ func (r *membership) nextDeadline() time.Duration {
 		for _, c := range t.held {
 			if c.moving {
 				d = min(d, c.drainBy.Sub(now))
-			} else if wait.Closed(c.grant.Released()) {
+			} else if c.grant.IsReleased() {
 				d = min(d, c.reissueAt.Sub(now))
 			}
 		}
@@ -227,7 +227,7 @@ func (r *membership) leave() {
 	var grants []*coordinator.Grant
 	for _, t := range r.topics {
 		for _, c := range t.held {
-			if c.grant != nil && !wait.Closed(c.grant.Released()) {
+			if c.grant != nil && !c.grant.IsReleased() {
 				c.grant.Revoke()
 				r.h.Revoked(c.grant.Lease())
 				grants = append(grants, c.grant)

@@ -1,6 +1,9 @@
 package rdb
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Keyspace names every Redis key and channel of one namespace. Nothing else in
 // RMQ builds key strings. All keys of one slot share the hash tag
@@ -114,17 +117,29 @@ func (k Keyspace) slotTag(topic string, i int) string {
 	return k.ns + ":{" + topic + ":" + strconv.Itoa(i) + "}:"
 }
 
-// Slot returns the keys of slot i of topic.
+// slotKeySuffixes are the names' ends, in SlotKeys' order.
+var slotKeySuffixes = [...]string{"store", "prepare", "retry", "dead", "owner", "wake"}
+
+// Slot returns the keys of slot i of topic. The six names share one string
+// (each a part of it): a process holding tens of thousands of slots keeps
+// them all, and one allocation costs less than six.
 func (k Keyspace) Slot(topic string, i int) SlotKeys {
 	tag := k.slotTag(topic, i)
-	return SlotKeys{
-		Store:   tag + "store",
-		Prepare: tag + "prepare",
-		Retry:   tag + "retry",
-		Dead:    tag + "dead",
-		Owner:   tag + "owner",
-		Wake:    tag + "wake",
+	size := 0
+	for _, suffix := range slotKeySuffixes {
+		size += len(tag) + len(suffix)
 	}
+	var b strings.Builder
+	b.Grow(size)
+	var names [len(slotKeySuffixes)]string
+	start := 0
+	for j, suffix := range slotKeySuffixes {
+		b.WriteString(tag)
+		b.WriteString(suffix)
+		names[j] = b.String()[start:] // the Builder never moves what it wrote: Grow made room for all
+		start = b.Len()
+	}
+	return SlotKeys{Store: names[0], Prepare: names[1], Retry: names[2], Dead: names[3], Owner: names[4], Wake: names[5]}
 }
 
 // OwnerKeys returns the owner record keys (SlotKeys.Owner) of slots 0..n-1
