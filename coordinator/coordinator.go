@@ -60,7 +60,8 @@ type Handler interface {
 	Assigned(l *Lease)
 	// Revoked asks for a slot back: the thread stops popping, lets the
 	// message in hand finish, returns unstarted ones, settles outcomes, and
-	// then calls l.Release. The same signal is on l.Revoking().
+	// then calls l.Release. The same signal is on l.Revoking() (and
+	// l.IsRevoked()).
 	Revoked(l *Lease)
 }
 
