@@ -105,19 +105,24 @@ func (l *Lease) Context() context.Context {
 }
 
 // Revoking is closed when the coordinator wants the slot back (or it was lost).
-func (l *Lease) Revoking() <-chan struct{} {
-	if l.revoked.Load() {
+func (l *Lease) Revoking() <-chan struct{} { return l.signal(&l.revoked, &l.revoking) }
+
+// signal returns the channel *ch of the event that sets happened, made on
+// first use: closedChan once the event came. The event's side sets happened
+// and closes *ch, if made, under l.mu.
+func (l *Lease) signal(happened *atomic.Bool, ch *chan struct{}) <-chan struct{} {
+	if happened.Load() {
 		return closedChan
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.revoked.Load() {
+	if happened.Load() {
 		return closedChan
 	}
-	if l.revoking == nil {
-		l.revoking = make(chan struct{})
+	if *ch == nil {
+		*ch = make(chan struct{})
 	}
-	return l.revoking
+	return *ch
 }
 
 // IsRevoked reports whether Revoking is closed: the coordinator wants the
@@ -241,21 +246,7 @@ func (g *Grant) SetDeadlineAt(t time.Time) {
 }
 
 // Released is closed once the holder has released the slot.
-func (g *Grant) Released() <-chan struct{} {
-	l := g.l
-	if l.released.Load() {
-		return closedChan
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.released.Load() {
-		return closedChan
-	}
-	if l.releasedCh == nil {
-		l.releasedCh = make(chan struct{})
-	}
-	return l.releasedCh
-}
+func (g *Grant) Released() <-chan struct{} { return g.l.signal(&g.l.released, &g.l.releasedCh) }
 
 // IsReleased reports whether Released is closed: the holder has released
 // the slot.
