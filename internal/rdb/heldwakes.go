@@ -24,7 +24,8 @@ const wakeHold = time.Millisecond
 // heldWakes are the wake-ups a stream holds.
 type heldWakes struct {
 	set   wakeSet
-	since time.Time // when the oldest was gathered; zero while none is held
+	since time.Time     // when the oldest was gathered; zero while none is held
+	hold  time.Duration // wakeHold; longer in tests, which cannot make writes come faster than it
 }
 
 // holdWakes adds the wake-ups of entries to those held and, once the oldest
@@ -40,7 +41,7 @@ func (s *sendStream) holdWakes(entries []Entry) bool {
 			h.set.add(entries[i].Wake)
 		}
 	}
-	if h.since.IsZero() || time.Since(h.since) < wakeHold {
+	if h.since.IsZero() || time.Since(h.since) < h.hold {
 		return !h.since.IsZero()
 	}
 	s.pubs, s.payload = h.set.appendPublications(s.pubs[:0], s.payload)
@@ -57,7 +58,7 @@ func (s *sendStream) flushWakes(now bool) bool {
 	if h == nil || h.since.IsZero() {
 		return false
 	}
-	if !now && time.Since(h.since) < wakeHold {
+	if !now && time.Since(h.since) < h.hold {
 		return true
 	}
 	s.pubs, s.payload = h.set.appendPublications(s.pubs[:0], s.payload)
@@ -74,15 +75,16 @@ func (s *sendStream) flushWakes(now bool) bool {
 // entry) after wakeHold.
 type wakeTimer struct {
 	queue func(*request) // the sender's
+	hold  time.Duration  // the streams' (heldWakes.hold)
 	armed atomic.Bool
 }
 
-// arm queues a flush after wakeHold unless one is already on its way.
+// arm queues a flush after the hold unless one is already on its way.
 func (w *wakeTimer) arm() {
 	if w.queue == nil || !w.armed.CompareAndSwap(false, true) {
 		return
 	}
-	time.AfterFunc(wakeHold, func() {
+	time.AfterFunc(w.hold, func() {
 		w.armed.Store(false)
 		w.queue(&request{done: make(chan struct{}, 1)})
 	})

@@ -61,7 +61,8 @@ func newSendCluster(client *redis.ClusterClient, ack ReplicaAck, wakes *wakeOutc
 		return nil
 	}
 	return &sendCluster{client: client, topo: topologyOf(client), ack: ack, wakes: wakes, retries: clusterRetries(o),
-		streams: make(map[string]*sendStream), groups: make(map[*sendStream][]*request), idleDrop: streamIdleDrop}
+		streams: make(map[string]*sendStream), groups: make(map[*sendStream][]*request), idleDrop: streamIdleDrop,
+		timer: wakeTimer{hold: wakeHold}}
 }
 
 // write implements strategy: each request to its master's stream, then the
@@ -146,7 +147,7 @@ func (c *sendCluster) streamFor(ctx context.Context, e *Entry) (*sendStream, err
 		if s = newStreamOn(opt, c.ack, c.wakes); s == nil {
 			return nil, errNoStream
 		}
-		s.holding, s.spin, s.sharded = new(heldWakes), clusterSpinPolls, true
+		s.holding, s.spin, s.sharded = &heldWakes{hold: c.timer.hold}, clusterSpinPolls, true
 		s.lastWrite = time.Now()
 		c.streams[opt.Addr] = s
 	}
