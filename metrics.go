@@ -11,29 +11,33 @@ import (
 type Metrics struct {
 	Sent        int64 // messages stored by Send and SendBatch
 	SendRetries int64 // Sends written again after their connection failed (see WithSendStream)
-	Delivered   int64 // listener calls that returned: Committed + Failed + NotOwner
-	Redelivered int64 // listener calls of a message delivered before (Attempt > 1)
-	Committed   int64 // listener calls that returned nil
-	Failed      int64 // listener calls that returned an error or panicked (rolled back)
-	Panics      int64 // of which panics
-	NotOwner    int64 // listener calls that returned ErrNotOwner (restored unchanged)
-	Restored    int64 // popped messages handed back unstarted (revoked slot, shutdown, long batch)
-	Fenced      int64 // pops refused because a newer owner holds the slot
-	RedisErrors int64 // failed Redis calls of consumers (each followed by a backoff)
+	// SendsAbandoned are Sends whose ctx ended while they waited to be
+	// written: they returned ctx.Err() and were not written, so not stored.
+	SendsAbandoned int64
+	Delivered      int64 // listener calls that returned: Committed + Failed + NotOwner
+	Redelivered    int64 // listener calls of a message delivered before (Attempt > 1)
+	Committed      int64 // listener calls that returned nil
+	Failed         int64 // listener calls that returned an error or panicked (rolled back)
+	Panics         int64 // of which panics
+	NotOwner       int64 // listener calls that returned ErrNotOwner (restored unchanged)
+	Restored       int64 // popped messages handed back unstarted (revoked slot, shutdown, long batch)
+	Fenced         int64 // pops refused because a newer owner holds the slot
+	RedisErrors    int64 // failed Redis calls of consumers (each followed by a backoff)
 }
 
 // counters backs Metrics.
 // The counts of listener calls and their outcomes are the sums of the
 // topics' (topicMetrics).
 type counters struct {
-	send                        rdb.SendCounts // Sent, SendRetries
+	send                        rdb.SendCounts // Sent, SendRetries, SendsAbandoned
 	panics, fenced, redisErrors atomic.Int64
 }
 
 // Metrics returns the client's counters.
 func (c *Client) Metrics() Metrics {
 	m := &c.counters
-	out := Metrics{Sent: m.send.Sent.Load(), SendRetries: m.send.Retries.Load(), Panics: m.panics.Load(),
+	out := Metrics{Sent: m.send.Sent.Load(), SendRetries: m.send.Retries.Load(),
+		SendsAbandoned: m.send.Abandoned.Load(), Panics: m.panics.Load(),
 		Fenced: m.fenced.Load(), RedisErrors: m.redisErrors.Load()}
 	c.topics.mu.RLock()
 	for _, t := range c.topics.byName {

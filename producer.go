@@ -19,6 +19,8 @@ type Producer struct {
 // Send stores one message. It returns once Redis has stored it, or with an
 // error that says why not. Bad input fails before any I/O and stores nothing.
 // If ctx ends first, Send returns ctx.Err() and the message may or may not
+// have been stored: a Send still queued behind other writes then is left
+// unwritten (Metrics.SendsAbandoned counts those), one already written may
 // have been stored.
 func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
 	e, t, err := p.build(ctx, m, time.Now())

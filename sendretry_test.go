@@ -108,3 +108,22 @@ func killClientsNamed(ctx context.Context, t *testing.T, admin *redis.Client, na
 		}
 	}
 }
+
+// A Send whose ctx has ended before it is written returns ctx.Err(), is
+// counted in Metrics.SendsAbandoned and stores nothing; on every backend.
+func TestSendWithEndedCtxIsNotWritten(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		c := newClient(t, b)
+		define(t, c, "t", 8, rmq.Priority)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("late"), Priority: 100})
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, int64(1), c.Metrics().SendsAbandoned)
+		require.NoError(t, c.Producer().Send(context.Background(), rmq.PriorityMessage{Topic: "t", Content: []byte("on time"), Priority: 100}))
+		st, err := c.Stats(context.Background(), "t")
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), st.Store, "only the live Send is stored")
+		assert.Equal(t, int64(1), c.Metrics().Sent)
+	})
+}

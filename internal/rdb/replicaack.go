@@ -53,11 +53,16 @@ type ackGroup struct {
 	errs    []error
 	seen    int
 	settled chan struct{} // closed once WAIT answered (or its connection failed)
+	// due is when requests parked behind the WAIT go anyway (ackpark.go);
+	// watched is set once a goroutine waits to bring the writer back for
+	// them. Both are the writer's.
+	due     time.Time
+	watched bool
 }
 
 func newAckGroup(ack ReplicaAck, reqs []Completer) *ackGroup {
 	return &ackGroup{ack: ack, reqs: append([]Completer(nil), reqs...), errs: make([]error, len(reqs)),
-		settled: make(chan struct{})}
+		settled: make(chan struct{}), due: time.Now().Add(ack.Timeout + parkGrace)}
 }
 
 // Complete implements Completer.

@@ -19,7 +19,8 @@ import (
 // pipelines otherwise (sendpipe.go). Each write publishes the wake-ups of its
 // entries after them (wakeset.go). The README's Sending section tells why.
 
-// SendCounts are what a sender counts; the client exports Sent and Retries.
+// SendCounts are what a sender counts; the client exports Sent, Retries and
+// Abandoned.
 // Sent, added to by the stream's reader at each reply, has a cache line of
 // its own, away from the writer's Writes and from its neighbours.
 type SendCounts struct {
@@ -28,6 +29,9 @@ type SendCounts struct {
 	_       [56]byte
 	Retries atomic.Int64 // Sends written again after a retryable failure
 	Writes  atomic.Int64 // writes of queued Sends (stream writes or pipelines)
+	// Abandoned counts Sends left unwritten because their context ended
+	// while they were queued (dropEnded).
+	Abandoned atomic.Int64
 }
 
 // ErrClosed is the outcome of Sends after Close.
@@ -117,7 +121,10 @@ func newSender(st strategy, counts *SendCounts) *sender {
 
 // request is one Send on its way to Redis.
 type request struct {
-	entry  Entry
+	entry Entry
+	// ctx is the Send's: one that ended before its request was written
+	// leaves it unwritten (see dropEnded).
+	ctx    context.Context
 	err    error
 	done   chan struct{} // capacity 1: signalled once per write, with err set
 	counts *SendCounts
@@ -146,7 +153,7 @@ func (r *request) finish(err error) {
 // returns ctx.Err().
 func (s *sender) send(ctx context.Context, e Entry) error {
 	r := requestPool.Get().(*request)
-	r.entry, r.counts = e, s.counts
+	r.entry, r.counts, r.ctx = e, s.counts, ctx
 	retries, deadWrites := 0, 0
 	for {
 		s.queue(r)
@@ -248,8 +255,10 @@ func (s *sender) writeQueued(rounds int) bool {
 		s.pending = s.pending[:rest]
 		s.mu.Unlock()
 		last = n
-		s.counts.Writes.Add(1)
-		s.strategy.write(batch)
+		if batch = dropEnded(batch); len(batch) > 0 {
+			s.counts.Writes.Add(1)
+			s.strategy.write(batch)
+		}
 		clear(batch)
 	}
 	s.mu.Lock()
@@ -291,4 +300,27 @@ func (s *sender) writing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.working > 0
+}
+
+// dropEnded completes, with their context's error, the requests of batch
+// whose Send's context ended before they were written, and returns the
+// others, in order, in batch's array. The Send has returned ctx.Err()
+// (or returns it now), so writing its entry could only store a message its
+// caller was told may not be stored, and would spend Redis's time on it: a
+// sender that falls behind (a dead master's retries, a starved process)
+// catches up on live Sends instead.
+func dropEnded(batch []*request) []*request {
+	live := batch[:0]
+	for _, r := range batch {
+		if r.ctx != nil {
+			if err := r.ctx.Err(); err != nil {
+				r.counts.Abandoned.Add(1)
+				r.finish(err)
+				continue
+			}
+		}
+		live = append(live, r)
+	}
+	clear(batch[len(live):])
+	return live
 }

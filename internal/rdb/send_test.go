@@ -276,6 +276,33 @@ func TestSenderReturnsWhenCtxEnds(t *testing.T) {
 	require.Eventually(t, func() bool { return !s.writing() }, 5*time.Second, time.Millisecond)
 }
 
+// A Send whose ctx ends while it is queued behind a write is left unwritten
+// (and counted), while the Sends queued beside it go out in the next write.
+func TestSenderLeavesEndedSendsUnwritten(t *testing.T) {
+	f := &fakeStrategy{isDuplex: true, gate: make(chan struct{})}
+	counts := new(SendCounts)
+	s := newSender(f, counts)
+	first := sendAll(s, "first", 1)
+	require.Eventually(t, func() bool { w, _ := f.snapshot(); return len(w) == 1 }, 5*time.Second, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() { ended <- s.send(ctx, entry("ended")) }()
+	require.Eventually(t, func() bool { return s.queued() == 1 }, 5*time.Second, time.Millisecond)
+	rest := sendAll(s, "rest", 3)
+	require.Eventually(t, func() bool { return s.queued() == 4 }, 5*time.Second, time.Millisecond)
+	cancel()
+	assert.ErrorIs(t, <-ended, context.Canceled)
+	close(f.gate)
+	for _, err := range append(first(), rest()...) {
+		require.NoError(t, err)
+	}
+	writes, _ := f.snapshot()
+	require.Len(t, writes, 2)
+	assert.ElementsMatch(t, []string{"rest-0", "rest-1", "rest-2"}, writes[1], "the ended Send is not written")
+	assert.Equal(t, int64(1), counts.Abandoned.Load())
+	assert.Equal(t, int64(4), counts.Sent.Load())
+}
+
 // Close waits for the queue to be written (within its ctx), closes the
 // strategy, and refuses later Sends. If its ctx ends first, what is still
 // queued fails unsent, and Close still returns only once the writes under

@@ -98,8 +98,10 @@ func (c *sendCluster) write(batch []*request) {
 	c.pruneIdle(now)
 }
 
-// flushWakes publishes the held wake-ups of every stream that are due (all
-// of them if now is set); it reports whether some are still held.
+// flushWakes writes the requests parked on every stream whose WAIT has
+// answered (ackpark.go), then publishes the held wake-ups of every stream
+// that are due (all of them if now is set); it reports whether some are
+// still held.
 func (c *sendCluster) flushWakes(now bool) bool {
 	c.order = c.order[:0]
 	c.mu.Lock()
@@ -109,6 +111,7 @@ func (c *sendCluster) flushWakes(now bool) bool {
 	c.mu.Unlock()
 	held := false
 	for _, s := range c.order {
+		s.writeParked()
 		if s.flushWakes(now) {
 			held = true
 		}
@@ -148,6 +151,7 @@ func (c *sendCluster) streamFor(ctx context.Context, e *Entry) (*sendStream, err
 			return nil, errNoStream
 		}
 		s.holding, s.spin, s.sharded = &heldWakes{hold: c.timer.hold}, clusterSpinPolls, true
+		s.kick = c.kick
 		s.lastWrite = time.Now()
 		c.streams[opt.Addr] = s
 	}
@@ -171,7 +175,7 @@ func (c *sendCluster) pruneIdle(now time.Time) {
 	var idle []*sendStream
 	c.mu.Lock()
 	for addr, s := range c.streams {
-		if now.Sub(s.lastWrite) >= c.idleDrop && !s.inFlight() && s.holding.since.IsZero() {
+		if now.Sub(s.lastWrite) >= c.idleDrop && !s.inFlight() && s.holding.since.IsZero() && len(s.parked) == 0 {
 			delete(c.streams, addr)
 			delete(c.groups, s)
 			idle = append(idle, s)
@@ -226,9 +230,29 @@ func (c *sendCluster) retryAfter(err error, attempt int) (time.Duration, bool) {
 	return c.retries.delay(attempt), true
 }
 
-// close implements strategy: the held wake-ups go out, then every master's
-// stream closes, in parallel. The sender calls it once no writer is at work.
+// kick brings the sender's writer back, for requests parked on a stream
+// (ackpark.go): it queues a request without an entry, as the wake timer does.
+func (c *sendCluster) kick() {
+	if q := c.timer.queue; q != nil {
+		q(&request{done: make(chan struct{}, 1)})
+	}
+}
+
+// close implements strategy: the parked requests are written once their
+// WAIT answers (or is past due) and the held wake-ups go out, then every
+// master's stream closes, in parallel. The sender calls it once no writer is
+// at work.
 func (c *sendCluster) close(ctx context.Context) {
+	c.mu.Lock()
+	for _, s := range c.streams {
+		c.order = append(c.order, s)
+	}
+	c.mu.Unlock()
+	for _, s := range c.order {
+		s.closeParked(ctx)
+	}
+	clear(c.order)
+	c.order = c.order[:0]
 	c.flushWakes(true)
 	c.mu.Lock()
 	c.closed = true

@@ -57,6 +57,11 @@ type sendStream struct {
 	sharded bool        // wake-ups go to sharded channels (a Cluster's master)
 	spin    int         // the reader's polls before parking (spinread.go)
 	lastAck *ackGroup   // the last write's wait for replicas (see writeCommands)
+	// kick, if set, brings the writer back to write what is parked (a
+	// Cluster's stream: it parks, ackpark.go); parked are the requests
+	// waiting for lastAck.
+	kick   func()
+	parked []*request
 	// lastWrite is when the writer last gave a Cluster's stream requests
 	// (sendCluster.pruneIdle).
 	lastWrite time.Time
@@ -86,6 +91,11 @@ func newStreamOn(opt *redis.Options, ack ReplicaAck, wakes *wakeOutcome) *sendSt
 // write implements strategy: the batch's entries, then their wake-ups (or,
 // with held wake-ups, those due: see holdWakes).
 func (s *sendStream) write(batch []*request) {
+	if s.kick != nil && s.ack.on() {
+		if batch = s.park(batch); len(batch) == 0 {
+			return
+		}
+	}
 	for _, r := range batch {
 		s.entries = append(s.entries, r.entry)
 		s.done = append(s.done, r)
@@ -121,7 +131,8 @@ func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
 //
 // A write that waits for replicas first waits until the previous one's WAIT
 // answered (within its timeout, or its connection's failure; at most a second
-// past the timeout, should the server not answer): Redis runs a
+// past the timeout, should the server not answer; a Cluster's stream parks
+// instead, ackpark.go): Redis runs a
 // connection's commands in turn, so WAITs written behind a blocked one would
 // each block in their turn, and while no replica answers, every Send would
 // wait for all the WAITs queued before it, and go on waiting once a replica
@@ -130,8 +141,8 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 	all := s.all[:0]
 	var g *ackGroup
 	if s.ack.on() && len(done) > 0 {
-		if s.lastAck != nil {
-			s.lastAck.await(s.ack.Timeout + time.Second)
+		if s.lastAck != nil && s.kick == nil { // a stream that parks waited in park
+			s.lastAck.await(s.ack.Timeout + parkGrace)
 		}
 		g = newAckGroup(s.ack, done)
 		s.lastAck = g

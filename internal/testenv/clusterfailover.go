@@ -92,3 +92,23 @@ func (c *PrivateCluster) WaitPromotion(ctx context.Context, deadAddr string) (ti
 		}
 	}
 }
+
+// ReplicaOf returns the address of a live replica of the master at addr.
+func (c *PrivateCluster) ReplicaOf(ctx context.Context, addr string) (string, error) {
+	nodes, err := c.view(ctx)
+	if err != nil {
+		return "", err
+	}
+	id := ""
+	for _, n := range nodes {
+		if n.Addr == addr {
+			id = n.ID
+		}
+	}
+	for _, n := range nodes {
+		if id != "" && n.MasterID == id && !n.Has("fail") && !n.Has("fail?") {
+			return n.Addr, nil
+		}
+	}
+	return "", fmt.Errorf("no live replica of %s", addr)
+}

@@ -58,6 +58,10 @@ type groupReport struct {
 	pre, outage  float64 // deliveries per second before the kill and from the kill to the promotion
 	preWindowOK  bool    // the pre-kill window is long enough to judge
 	outageWindow time.Duration
+	// after is the deliveries per second from the promotion until the
+	// producers stopped, over afterWindow.
+	after       float64
+	afterWindow time.Duration
 }
 
 // preKillFrom is where the pre-kill rate window starts (the first rows are
@@ -140,7 +144,7 @@ func (r *failoverRun) analyse() *runReport {
 }
 
 // groups returns the slot groups by master, with their delivery rates
-// before the kill and during the outage.
+// before the kill, during the outage and after the promotion.
 func (r *failoverRun) groups(rep *runReport) []groupReport {
 	byMaster := map[string]*groupReport{}
 	var order []string
@@ -154,11 +158,11 @@ func (r *failoverRun) groups(rep *runReport) []groupReport {
 		g.slots = append(g.slots, i)
 	}
 	slices.Sort(order)
-	preLen, outLen := r.killed-preKillFrom, r.promote-r.killed
+	preLen, outLen, afterLen := r.killed-preKillFrom, r.promote-r.killed, r.stopped-r.promote
 	var out []groupReport
 	for _, m := range order {
 		g := byMaster[m]
-		var pre, outage int
+		var pre, outage, after int
 		for _, d := range rep.deliveries {
 			if !slices.Contains(g.slots, d.slot) {
 				continue
@@ -168,6 +172,8 @@ func (r *failoverRun) groups(rep *runReport) []groupReport {
 				pre++
 			case at >= r.killed && at < r.promote:
 				outage++
+			case at >= r.promote && at < r.stopped:
+				after++
 			}
 		}
 		g.preWindowOK = preLen >= time.Second
@@ -177,6 +183,10 @@ func (r *failoverRun) groups(rep *runReport) []groupReport {
 		}
 		if outLen > 0 {
 			g.outage = float64(outage) / outLen.Seconds()
+		}
+		g.afterWindow = afterLen
+		if afterLen > 0 {
+			g.after = float64(after) / afterLen.Seconds()
 		}
 		out = append(out, *g)
 	}

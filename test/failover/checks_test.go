@@ -3,6 +3,7 @@ package failover_test
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,14 +50,25 @@ func (r *failoverRun) check(rep *runReport) {
 		len(noDelivery), recoveryBound, strings.Join(noDelivery, "; "))
 
 	// The slots of the masters that did not die keep their pace, unless the
-	// deployment refuses every command meanwhile (then it is reported only).
+	// deployment refuses every command meanwhile (then it is reported only),
+	// and keep it after the promotion, while the promoted master's slots
+	// catch up. (That a master whose WAITs time out holds back no other
+	// master's Sends is proven apart, in internal/rdb: over these windows a
+	// stall of a second or two would be made up by the backlog it leaves.)
 	for _, g := range rep.groups {
-		if g.killed || !g.preWindowOK || g.outageWindow <= 0 || r.d.refusesUncovered {
+		if g.killed || !g.preWindowOK || r.d.refusesUncovered {
 			continue
 		}
-		assert.True(t, g.outage >= keptRate*g.pre,
-			"slots %v of surviving master %s delivered %.0f/s from the kill to the promotion, below %.0f%% of their %.0f/s before the kill",
-			g.slots, g.master, g.outage, 100*keptRate, g.pre)
+		if g.outageWindow > 0 {
+			assert.True(t, g.outage >= keptRate*g.pre,
+				"slots %v of surviving master %s delivered %.0f/s from the kill to the promotion, below %.0f%% of their %.0f/s before the kill",
+				g.slots, g.master, g.outage, 100*keptRate, g.pre)
+		}
+		if g.afterWindow >= time.Second {
+			assert.True(t, g.after >= keptRate*g.pre,
+				"slots %v of surviving master %s delivered %.0f/s from the promotion until the producers stopped, below %.0f%% of their %.0f/s before the kill",
+				g.slots, g.master, g.after, 100*keptRate, g.pre)
+		}
 	}
 
 	// What was acknowledged after the promotion is delivered.

@@ -109,7 +109,7 @@ func (r *failoverRun) slotTable(rep *runReport) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("per master's slot group, deliveries/s before the kill and from the kill to the promotion:\n")
+	b.WriteString("per master's slot group, deliveries/s before the kill, from the kill to the promotion and after it:\n")
 	for _, g := range rep.groups {
 		k := "survived"
 		if g.killed {
@@ -119,8 +119,12 @@ func (r *failoverRun) slotTable(rep *runReport) string {
 		if g.pre > 0 {
 			share = fmt.Sprintf("%.0f%%", 100*g.outage/g.pre)
 		}
-		fmt.Fprintf(&b, "  %-16s %-8s slots %v: %.0f/s before, %.0f/s during the %s outage (%s)\n",
-			g.master, k, g.slots, g.pre, g.outage, secs(g.outageWindow), share)
+		after := "-"
+		if g.pre > 0 {
+			after = fmt.Sprintf("%.0f%%", 100*g.after/g.pre)
+		}
+		fmt.Fprintf(&b, "  %-16s %-8s slots %v: %.0f/s before, %.0f/s during the %s outage (%s), %.0f/s in the %s after the promotion (%s)\n",
+			g.master, k, g.slots, g.pre, g.outage, secs(g.outageWindow), share, g.after, secs(g.afterWindow), after)
 	}
 	if r.d.refusesUncovered {
 		b.WriteString("  (the survivors' share is reported, not checked: with cluster-require-full-coverage yes\n" +
