@@ -65,6 +65,12 @@ type sendStream struct {
 	// lastWrite is when the writer last gave a Cluster's stream requests
 	// (sendCluster.pruneIdle).
 	lastWrite time.Time
+
+	// After a failed dial (streamdial.go, under mu): the failure, the pause
+	// before the next dial, and when that may be.
+	dialErr  error
+	dialWait time.Duration
+	nextDial time.Time
 }
 
 // newSendStream returns the stream of the node that client talks to, or nil
@@ -210,7 +216,8 @@ func (s *sendStream) inFlight() bool {
 	return cn != nil && cn.outstanding.Load() > 0
 }
 
-// current returns the live connection, dialling one if needed.
+// current returns the live connection, dialling one if needed (not again
+// within a short pause after a failed dial: see redial).
 func (s *sendStream) current() (*streamConn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,7 +227,7 @@ func (s *sendStream) current() (*streamConn, error) {
 	if s.conn != nil && s.conn.usable(time.Now()) {
 		return s.conn, nil
 	}
-	cn, err := s.dial()
+	cn, err := s.redial(time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,62 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// After a failed dial a stream dials again only once its pause is over
+// (doubling from minDialWait up to maxDialWait): the writes meanwhile fail at
+// once with that dial's error. Once the server answers again, the next dial
+// after the pause connects, the pause is reset and the writes are stored.
+func TestStreamPausesDialsAfterAFailure(t *testing.T) {
+	srv := miniredis.RunT(t)
+	var dials atomic.Int64
+	var refuse atomic.Bool
+	refuse.Store(true)
+	errRefused := errors.New("refused")
+	s, _ := streamOn(t, &redis.Options{Addr: srv.Addr(), Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		if refuse.Load() {
+			return nil, errRefused
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}})
+
+	start := time.Now()
+	writes := 0
+	for time.Since(start) < 300*time.Millisecond {
+		err := write(s, Entry{Key: "k", Score: 1, Member: []byte("a")})[0].wait(t, 5*time.Second)
+		require.ErrorIs(t, err, errRefused)
+		writes++
+		time.Sleep(100 * time.Microsecond)
+	}
+	// Pauses of 5, 10, 20, 40, 80 and 100 ms: at most 7 dials in 300 ms.
+	t.Logf("%d writes in %v dialled %d times", writes, time.Since(start), dials.Load())
+	assert.Greater(t, writes, 100)
+	assert.LessOrEqual(t, dials.Load(), int64(8), "a failed dial was tried again by the writes that followed")
+	assert.GreaterOrEqual(t, dials.Load(), int64(3), "the stream stopped dialling")
+
+	refuse.Store(false)
+	require.Eventually(t, func() bool {
+		return write(s, Entry{Key: "k", Score: 1, Member: []byte("b")})[0].wait(t, 5*time.Second) == nil
+	}, 5*time.Second, time.Millisecond, "the stream never dialled again")
+	s.mu.Lock()
+	wait, failed := s.dialWait, s.dialErr
+	s.mu.Unlock()
+	assert.Zero(t, wait, "the pause is reset by a dial that succeeds")
+	assert.NoError(t, failed)
+	members, err := srv.ZMembers("k")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b"}, members)
+}
