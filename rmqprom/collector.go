@@ -89,7 +89,19 @@ func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range col.c.TopicMetrics() {
 		col.collectTopic(ch, m)
 	}
+	col.collectClient(ch)
 	col.collectBacklogs(ch)
+}
+
+// collectClient sends the client's own counters, which no topic has.
+func (col *Collector) collectClient(ch chan<- prometheus.Metric) {
+	m, d := col.c.Metrics(), &col.d
+	for _, c := range []struct {
+		desc *prometheus.Desc
+		n    int64
+	}{{d.sendRetries, m.SendRetries}, {d.sendsAbandoned, m.SendsAbandoned}, {d.redisErrors, m.RedisErrors}, {d.fenced, m.Fenced}} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.n))
+	}
 }
 
 // collectTopic sends one topic's counters, histograms and owned slots.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os/exec"
 	"sort"
@@ -163,9 +164,9 @@ func TestCollectorPassesLint(t *testing.T) {
 	problems, err := testutil.CollectAndLint(rmqprom.NewCollector(c))
 	require.NoError(t, err)
 	assert.Empty(t, problems)
-	assert.Equal(t, 8+4+1+3+3+2+4+1+2, testutil.CollectAndCount(rmqprom.NewCollector(c)),
+	assert.Equal(t, 8+4+1+3+3+2+4+1+2+4, testutil.CollectAndCount(rmqprom.NewCollector(c)),
 		"topic t's 8 counter and gauge series, 4 breaker states, breaker openings, 3 breaker transitions, 3 held-back reasons, 2 histograms, "+
-			"4 backlog states, the oldest due age, paused and rate limit")
+			"4 backlog states, the oldest due age, paused and rate limit; the client's 4 counters")
 }
 
 // syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
@@ -224,12 +225,50 @@ func TestCollectorBoundsAScrapeOfAHungRedis(t *testing.T) {
 	start := time.Now()
 	s := gather(t, reg)
 	assert.Less(t, time.Since(start), 3*time.Second, "the scrape waited for the hung Redis")
-	assert.Empty(t, s, "no topic known, no backlog readable")
+	assert.Empty(t, withoutClientCounters(t, s), "no topic known, no backlog readable")
 	assert.Contains(t, logs.String(), "took longer than the timeout")
 
 	s = gather(t, reg)
-	assert.Empty(t, s)
+	assert.Empty(t, withoutClientCounters(t, s))
 	assert.Contains(t, logs.String(), "still running", "a second scrape does not pile reads on the hung Redis")
+}
+
+// clientCounters are the series of the client's own counters, which need
+// no Redis.
+var clientCounters = []string{"rmq_send_retries_total{}", "rmq_sends_abandoned_total{}",
+	"rmq_consumer_redis_errors_total{}", "rmq_fenced_pops_total{}"}
+
+// withoutClientCounters checks that s has the client's counters and returns
+// the rest.
+func withoutClientCounters(t *testing.T, s map[string]float64) map[string]float64 {
+	t.Helper()
+	rest := maps.Clone(s)
+	for _, k := range clientCounters {
+		assert.Contains(t, s, k)
+		delete(rest, k)
+	}
+	return rest
+}
+
+// The client's own counters are series without labels: here a Send whose
+// ctx had ended is abandoned, and nothing else happened.
+func TestCollectorExposesClientCounters(t *testing.T) {
+	r := miniRedis(t)
+	c, err := rmq.New(r, rmq.WithNamespace("client"))
+	require.NoError(t, err)
+	require.NoError(t, c.DefineTopic(context.Background(), rmq.Topic{Name: "t", SlotAmount: 2, Type: rmq.Priority}))
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, c.Producer().Send(ended, rmq.PriorityMessage{Topic: "t", Content: []byte("x"), Priority: 20}), context.Canceled)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(rmqprom.NewCollector(c))
+	s := gather(t, reg)
+	withoutClientCounters(t, s)
+	assert.Equal(t, 1.0, s[`rmq_sends_abandoned_total{}`])
+	for _, k := range []string{"rmq_send_retries_total{}", "rmq_consumer_redis_errors_total{}", "rmq_fenced_pops_total{}"} {
+		assert.Zero(t, s[k], k)
+	}
+	assert.Equal(t, 0.0, s[`rmq_messages_sent_total{topic="t"}`])
 }
 
 // A Redis that fails is logged and left out; nothing panics.

@@ -11,6 +11,8 @@ type descs struct {
 	breaker, breakerOpened, heldBack     *prometheus.Desc
 	breakerTransitions                   *prometheus.Desc
 	paused, rateLimit                    *prometheus.Desc
+	// The client's own counters (Client.Metrics), without labels.
+	sendRetries, sendsAbandoned, redisErrors, fenced *prometheus.Desc
 }
 
 func newDescs() descs {
@@ -51,11 +53,20 @@ func newDescs() descs {
 			"1 while the topic is paused (PauseTopic, namespace-wide), else 0.", topic, nil),
 		rateLimit: prometheus.NewDesc("rmq_rate_limit_per_second",
 			"The topic's namespace-wide rate limit in messages per second (0: unlimited).", topic, nil),
+		sendRetries: prometheus.NewDesc("rmq_send_retries_total",
+			"Sends this process wrote again after a retryable failure (a broken connection, a redirection, a refusal such as LOADING).", nil, nil),
+		sendsAbandoned: prometheus.NewDesc("rmq_sends_abandoned_total",
+			"Sends of this process whose context ended while they waited to be written: they returned the context's error and stored nothing.", nil, nil),
+		redisErrors: prometheus.NewDesc("rmq_consumer_redis_errors_total",
+			"Failed Redis calls of this process's consumers (each followed by a backoff).", nil, nil),
+		fenced: prometheus.NewDesc("rmq_fenced_pops_total",
+			"Pops of this process that Redis refused because a newer owner holds the slot.", nil, nil),
 	}
 }
 
 // all returns every description.
 func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.sent, d.deliveries, d.redeliveries, d.dead, d.lateness, d.duration, d.backlog, d.oldestDue, d.owned,
-		d.breaker, d.breakerOpened, d.breakerTransitions, d.heldBack, d.paused, d.rateLimit}
+		d.breaker, d.breakerOpened, d.breakerTransitions, d.heldBack, d.paused, d.rateLimit,
+		d.sendRetries, d.sendsAbandoned, d.redisErrors, d.fenced}
 }
