@@ -23,21 +23,12 @@ import (
 const parkGrace = time.Second
 
 // park returns the requests to write now: none while the stream's last WAIT
-// is out (batch is kept, after those parked before), else those parked
-// before, then batch. It is called by the writer, on a stream that parks
-// (s.kick set).
+// is out or its connection is being dialled (batch is kept, after those
+// parked before), else those parked before, then batch. It is called by the
+// writer, on a stream that parks (s.kick set).
 func (s *sendStream) park(batch []*request) []*request {
-	g := s.lastAck
-	if g != nil && !g.done() {
+	if s.ackOut() || s.dialAside() {
 		s.parked = append(s.parked, batch...)
-		if !g.watched {
-			g.watched = true
-			kick := s.kick
-			go func() {
-				g.awaitUntil(context.Background(), g.due)
-				kick()
-			}()
-		}
 		return nil
 	}
 	if len(s.parked) == 0 {
@@ -49,8 +40,27 @@ func (s *sendStream) park(batch []*request) []*request {
 	return out
 }
 
+// ackOut reports whether the stream's last WAIT is out; if so, a goroutine
+// brings the writer back once it is done (one per WAIT).
+func (s *sendStream) ackOut() bool {
+	g := s.lastAck
+	if g == nil || g.done() {
+		return false
+	}
+	if !g.watched {
+		g.watched = true
+		kick := s.kick
+		go func() {
+			g.awaitUntil(context.Background(), g.due)
+			kick()
+		}()
+	}
+	return true
+}
+
 // writeParked writes the requests parked on s whose WAIT has since
-// answered; it reports whether some are still parked.
+// answered and whose connection is up; it reports whether some are still
+// parked.
 func (s *sendStream) writeParked() bool {
 	if len(s.parked) == 0 {
 		return false
@@ -99,7 +109,10 @@ func (s *sendStream) closeParked(ctx context.Context) {
 			s.parked = nil
 			return
 		}
-		s.lastAck.awaitUntil(ctx, s.lastAck.due)
+		if g := s.lastAck; g != nil {
+			g.awaitUntil(ctx, g.due)
+		}
+		s.awaitDial(ctx)
 		s.writeParked()
 	}
 }

@@ -61,6 +61,9 @@ func (s *sendStream) flushWakes(now bool) bool {
 	if !now && time.Since(h.since) < h.hold {
 		return true
 	}
+	if !now && s.kick != nil && s.dialAside() {
+		return true // published once the connection is up (the dial brings the writer back)
+	}
 	s.pubs, s.payload = h.set.appendPublications(s.pubs[:0], s.payload)
 	h.set.reset()
 	h.since = time.Time{}

@@ -71,6 +71,9 @@ type sendStream struct {
 	dialErr  error
 	dialWait time.Duration
 	nextDial time.Time
+	// dialing is closed when the dial under way ends; nil while none is
+	// (dialAside, a Cluster's stream).
+	dialing chan struct{}
 }
 
 // newSendStream returns the stream of the node that client talks to, or nil
@@ -97,7 +100,7 @@ func newStreamOn(opt *redis.Options, ack ReplicaAck, wakes *wakeOutcome) *sendSt
 // write implements strategy: the batch's entries, then their wake-ups (or,
 // with held wake-ups, those due: see holdWakes).
 func (s *sendStream) write(batch []*request) {
-	if s.kick != nil && s.ack.on() {
+	if s.kick != nil {
 		if batch = s.park(batch); len(batch) == 0 {
 			return
 		}

@@ -31,6 +31,64 @@ const (
 	maxDialWait = 100 * time.Millisecond
 )
 
+// dialAside reports whether the stream's connection is being dialled, by a
+// goroutine of its own, starting that dial if the stream has no usable
+// connection (and no failed dial's pause holds): a Cluster's stream (s.kick
+// set), whose writer serves every master, so that a master that does not
+// answer (frozen, or its host gone) holds back only its own Sends. The
+// goroutine brings the writer back once the dial is over.
+func (s *sendStream) dialAside() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dialing != nil {
+		return true
+	}
+	now := time.Now()
+	if s.closed || (s.conn != nil && s.conn.usable(now)) || (s.dialErr != nil && now.Before(s.nextDial)) {
+		return false // the write goes on: to the connection, or failing at once
+	}
+	done := make(chan struct{})
+	s.dialing = done
+	go func() {
+		cn, err := s.dial()
+		s.mu.Lock()
+		s.dialing = nil
+		switch {
+		case err != nil:
+			s.dialFailed(err)
+		case s.closed:
+			cn.fail(ErrClosed)
+		default:
+			s.dialErr, s.dialWait = nil, 0
+			s.conn = cn
+			s.reader.Go(cn.readReplies)
+		}
+		s.mu.Unlock()
+		close(done)
+		s.kick()
+	}()
+	return true
+}
+
+// awaitDial waits until a dial under way (dialAside) is over, or ctx ends.
+func (s *sendStream) awaitDial(ctx context.Context) {
+	s.mu.Lock()
+	done := s.dialing
+	s.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// dialFailed records a failed dial and starts the pause. Called under s.mu.
+func (s *sendStream) dialFailed(err error) {
+	s.dialWait = min(max(2*s.dialWait, minDialWait), maxDialWait)
+	s.dialErr, s.nextDial = err, time.Now().Add(s.dialWait)
+}
+
 // redial dials unless a dial failed less than the pause ago, in which case
 // it returns that failure. Called under s.mu.
 func (s *sendStream) redial(now time.Time) (*streamConn, error) {
@@ -39,8 +97,7 @@ func (s *sendStream) redial(now time.Time) (*streamConn, error) {
 	}
 	cn, err := s.dial()
 	if err != nil {
-		s.dialWait = min(max(2*s.dialWait, minDialWait), maxDialWait)
-		s.dialErr, s.nextDial = err, time.Now().Add(s.dialWait)
+		s.dialFailed(err)
 		return nil, err
 	}
 	s.dialErr, s.dialWait = nil, 0

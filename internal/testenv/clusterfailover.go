@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,4 +113,21 @@ func (c *PrivateCluster) ReplicaOf(ctx context.Context, addr string) (string, er
 		}
 	}
 	return "", fmt.Errorf("no live replica of %s", addr)
+}
+
+// Freeze stops the node at addr with SIGSTOP and returns the function that
+// resumes it (SIGCONT), also called when t ends.
+func (c *PrivateCluster) Freeze(t testing.TB, addr string) (thaw func()) {
+	t.Helper()
+	n := c.node(addr)
+	if n == nil {
+		t.Fatalf("freeze %s: not a node of the cluster %v", addr, c.Addrs())
+	}
+	if err := syscall.Kill(n.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatalf("freeze %s: %v", addr, err)
+	}
+	var once sync.Once
+	thaw = func() { once.Do(func() { _ = syscall.Kill(n.PID(), syscall.SIGCONT) }) }
+	t.Cleanup(thaw)
+	return thaw
 }
