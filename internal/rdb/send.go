@@ -28,7 +28,7 @@ type SendCounts struct {
 	Sent    atomic.Int64 // entries stored by Send and Enqueue
 	_       [56]byte
 	Retries atomic.Int64 // Sends written again after a retryable failure
-	Writes  atomic.Int64 // writes of queued Sends (stream writes or pipelines)
+	Writes  atomic.Int64 // writes of queued Sends (stream writes or pipelines; not the writer's returns for held wake-ups or parked Sends)
 	// Abandoned counts Sends left unwritten because their context ended
 	// while they were queued (dropEnded).
 	Abandoned atomic.Int64
@@ -256,7 +256,9 @@ func (s *sender) writeQueued(rounds int) bool {
 		s.mu.Unlock()
 		last = n
 		if batch = dropEnded(batch); len(batch) > 0 {
-			s.counts.Writes.Add(1)
+			if carriesSends(batch) {
+				s.counts.Writes.Add(1)
+			}
 			s.strategy.write(batch)
 		}
 		clear(batch)
@@ -323,4 +325,16 @@ func dropEnded(batch []*request) []*request {
 	}
 	clear(batch[len(live):])
 	return live
+}
+
+// carriesSends reports whether batch holds a Send, not only requests that
+// bring the writer back (the Cluster's wake timer and kicks), which
+// SendCounts.Writes does not count.
+func carriesSends(batch []*request) bool {
+	for _, r := range batch {
+		if r.entry.Key != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -220,9 +220,17 @@ func (s *sendStream) inFlight() bool {
 }
 
 // current returns the live connection, dialling one if needed (not again
-// within a short pause after a failed dial: see redial).
+// within a short pause after a failed dial: see redial). A dial aside under
+// way (a Cluster's stream) is waited for, so that two dials never race to
+// be the connection.
 func (s *sendStream) current() (*streamConn, error) {
 	s.mu.Lock()
+	for s.dialing != nil { // a dial aside is under way (dialAside): its outcome first
+		d := s.dialing
+		s.mu.Unlock()
+		<-d
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
