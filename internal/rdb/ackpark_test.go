@@ -3,15 +3,12 @@ package rdb
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 // TestClusterWaitHoldsBackOnlyItsMaster: on a Cluster whose producer waits
@@ -30,20 +27,8 @@ func TestClusterWaitHoldsBackOnlyItsMaster(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, masters, 3)
 	orphan := masters[0].Addr
-	keyOn := func(master string, from int) (string, int) {
-		for i := from; ; i++ {
-			k := "park:{k" + strconv.Itoa(i) + "}"
-			if m, err := cl.MasterOf(ctx, testenv.KeySlot(k)); err == nil && m == master {
-				return k, i
-			}
-		}
-	}
-	orphanKey, _ := keyOn(orphan, 0)
-	var others []string
-	for _, m := range masters[1:] {
-		k, _ := keyOn(m.Addr, 0)
-		others = append(others, k)
-	}
+	orphanKey := keyOn(t, cl, "park", orphan)
+	others := []string{keyOn(t, cl, "park", masters[1].Addr), keyOn(t, cl, "park", masters[2].Addr)}
 	// Every master acknowledges while its replica lives (the streams dial).
 	for _, k := range append([]string{orphanKey}, others...) {
 		require.NoError(t, br.Send(ctx, Entry{Key: k, Score: 1, Member: []byte("warm")}))

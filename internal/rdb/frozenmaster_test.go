@@ -3,7 +3,6 @@ package rdb
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
@@ -35,16 +34,8 @@ func TestClusterFrozenMasterHoldsBackOnlyItsSlots(t *testing.T) {
 	masters, err := cl.Masters(ctx)
 	require.NoError(t, err)
 	require.Len(t, masters, 3)
-	keyOn := func(master string) string {
-		for i := 0; ; i++ {
-			k := "frozen:{k" + strconv.Itoa(i) + "}"
-			if m, err := cl.MasterOf(ctx, testenv.KeySlot(k)); err == nil && m == master {
-				return k
-			}
-		}
-	}
-	frozenKey := keyOn(masters[0].Addr)
-	others := []string{keyOn(masters[1].Addr), keyOn(masters[2].Addr)}
+	frozenKey := keyOn(t, cl, "frozen", masters[0].Addr)
+	others := []string{keyOn(t, cl, "frozen", masters[1].Addr), keyOn(t, cl, "frozen", masters[2].Addr)}
 	for _, k := range append([]string{frozenKey}, others...) {
 		require.NoError(t, br.Send(ctx, Entry{Key: k, Score: 1, Member: []byte("warm")}))
 	}

@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -22,4 +23,18 @@ func privateBroker(t *testing.T, ns string, opts ...Option) (*testenv.PrivateClu
 		client.Close()
 	})
 	return cl, client, br
+}
+
+// keyOn returns a key named prefix:{k<i>} whose hash slot the master at addr
+// serves.
+func keyOn(t *testing.T, cl *testenv.PrivateCluster, prefix, addr string) string {
+	t.Helper()
+	for i := 0; i < 100000; i++ {
+		k := prefix + ":{k" + strconv.Itoa(i) + "}"
+		if m, err := cl.MasterOf(context.Background(), testenv.KeySlot(k)); err == nil && m == addr {
+			return k
+		}
+	}
+	t.Fatalf("no key on %s", addr)
+	return ""
 }
