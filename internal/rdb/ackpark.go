@@ -12,10 +12,12 @@ import (
 // the WAIT of one; a master whose replica is gone (or was just promoted and
 // has none yet) would slow the whole Cluster to one write per WAIT timeout.
 // A Cluster's stream therefore parks the requests that come while its WAIT
-// is out, and the writer goes on with the other masters. Once the WAIT
-// answers (or its connection fails, or a second past its timeout passes), a
-// goroutine brings the writer back (sendCluster's kick), which writes the
-// parked requests in one write, in the order they came.
+// is out, or while its connection is being dialled (dialAside,
+// streamdial.go), and the writer goes on with the other masters. Once the
+// WAIT answers (or its connection fails, or a second past its timeout
+// passes), or the dial is over, a goroutine brings the writer back
+// (sendCluster's kick), which writes the parked requests in one write, in
+// the order they came.
 
 // parkGrace is how long past its timeout a WAIT may stay unanswered before
 // the requests parked behind it are written anyway (the single node's writer
@@ -51,7 +53,7 @@ func (s *sendStream) ackOut() bool {
 		g.watched = true
 		kick := s.kick
 		go func() {
-			g.awaitUntil(context.Background(), g.due)
+			g.awaitDue(context.Background())
 			kick()
 		}()
 	}
@@ -80,10 +82,10 @@ func (g *ackGroup) done() bool {
 	}
 }
 
-// awaitUntil waits until g's WAIT answered or its connection failed, until
-// t, or until ctx ends.
-func (g *ackGroup) awaitUntil(ctx context.Context, t time.Time) {
-	d := time.Until(t)
+// awaitDue waits until g's WAIT answered or its connection failed, until
+// it is due (g.due), or until ctx ends.
+func (g *ackGroup) awaitDue(ctx context.Context) {
+	d := time.Until(g.due)
 	if d <= 0 {
 		return
 	}
@@ -97,8 +99,8 @@ func (g *ackGroup) awaitUntil(ctx context.Context, t time.Time) {
 }
 
 // closeParked writes the requests parked on s once their WAIT answers or is
-// past due, or fails them with ErrClosed if ctx ends first (the sender is
-// closing).
+// past due and a dial under way is over, or fails them with ErrClosed if
+// ctx ends first (the sender is closing).
 func (s *sendStream) closeParked(ctx context.Context) {
 	for len(s.parked) > 0 {
 		if ctx.Err() != nil {
@@ -110,7 +112,7 @@ func (s *sendStream) closeParked(ctx context.Context) {
 			return
 		}
 		if g := s.lastAck; g != nil {
-			g.awaitUntil(ctx, g.due)
+			g.awaitDue(ctx)
 		}
 		s.awaitDial(ctx)
 		s.writeParked()

@@ -99,16 +99,11 @@ func (c *sendCluster) write(batch []*request) {
 }
 
 // flushWakes writes the requests parked on every stream whose WAIT has
-// answered (ackpark.go), then publishes the held wake-ups of every stream
+// answered and whose connection is up (ackpark.go), then publishes the held wake-ups of every stream
 // that are due (all of them if now is set); it reports whether some are
 // still held.
 func (c *sendCluster) flushWakes(now bool) bool {
-	c.order = c.order[:0]
-	c.mu.Lock()
-	for _, s := range c.streams {
-		c.order = append(c.order, s)
-	}
-	c.mu.Unlock()
+	c.listStreams()
 	held := false
 	for _, s := range c.order {
 		s.writeParked()
@@ -230,6 +225,17 @@ func (c *sendCluster) retryAfter(err error, attempt int) (time.Duration, bool) {
 	return c.retries.delay(attempt), true
 }
 
+// listStreams puts every master's stream in c.order (the writer's, or
+// close's once no writer is at work), which the caller clears.
+func (c *sendCluster) listStreams() {
+	c.order = c.order[:0]
+	c.mu.Lock()
+	for _, s := range c.streams {
+		c.order = append(c.order, s)
+	}
+	c.mu.Unlock()
+}
+
 // kick brings the sender's writer back, for requests parked on a stream
 // (ackpark.go): it queues a request without an entry, as the wake timer does.
 func (c *sendCluster) kick() {
@@ -243,11 +249,7 @@ func (c *sendCluster) kick() {
 // master's stream closes, in parallel. The sender calls it once no writer is
 // at work.
 func (c *sendCluster) close(ctx context.Context) {
-	c.mu.Lock()
-	for _, s := range c.streams {
-		c.order = append(c.order, s)
-	}
-	c.mu.Unlock()
+	c.listStreams()
 	for _, s := range c.order {
 		s.closeParked(ctx)
 	}
