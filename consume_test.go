@@ -224,6 +224,11 @@ func TestListenerPanicRollsBack(t *testing.T) {
 		calls := r.waitCalls(t, 2, 5*time.Second)
 		assert.Equal(t, 2, calls[1].msg.Attempt)
 		eventually(t, 5*time.Second, "settled", func() bool { st := stats(t, c, "p"); return st.Prepare == 0 && st.Store == 0 })
+		eventually(t, 5*time.Second, "both calls counted", func() bool { return c.Metrics().Delivered == 2 })
+		m := c.Metrics()
+		assert.Equal(t, int64(1), m.Panics)
+		assert.Equal(t, int64(1), m.Failed, "the panic counts as a failure")
+		assert.Equal(t, int64(1), m.Committed)
 	})
 }
 

@@ -14,22 +14,28 @@ type Metrics struct {
 	// SendsAbandoned are Sends whose ctx ended while they waited to be
 	// written: they returned ctx.Err() and were not written, so not stored.
 	SendsAbandoned int64
-	Delivered      int64 // listener calls that returned: Committed + Failed + NotOwner
-	Redelivered    int64 // listener calls of a message delivered before (Attempt > 1)
-	Committed      int64 // listener calls that returned nil
-	Failed         int64 // listener calls that returned an error or panicked (rolled back)
-	Panics         int64 // of which panics
-	NotOwner       int64 // listener calls that returned ErrNotOwner (restored unchanged)
-	Restored       int64 // popped messages handed back unstarted (revoked slot, shutdown, long batch)
-	Fenced         int64 // pops refused because a newer owner holds the slot
-	RedisErrors    int64 // failed Redis calls of consumers (each followed by a backoff)
+	// SendWrites are the writes that put queued Sends on the wire (one
+	// stream write or pipeline each, whatever it carried), and SendsWritten
+	// the Sends they carried, retries included: SendsWritten/SendWrites is
+	// how many Sends a write took at once, which grows with the number of
+	// concurrent Sends (see WithSendStream). SendBatch is not counted here.
+	SendWrites, SendsWritten int64
+	Delivered                int64 // listener calls that returned: Committed + Failed + NotOwner
+	Redelivered              int64 // listener calls of a message delivered before (Attempt > 1)
+	Committed                int64 // listener calls that returned nil
+	Failed                   int64 // listener calls that returned an error or panicked (rolled back)
+	Panics                   int64 // of which panics
+	NotOwner                 int64 // listener calls that returned ErrNotOwner (restored unchanged)
+	Restored                 int64 // popped messages handed back unstarted (revoked slot, shutdown, long batch)
+	Fenced                   int64 // pops refused because a newer owner holds the slot
+	RedisErrors              int64 // failed Redis calls of consumers (each followed by a backoff)
 }
 
 // counters backs Metrics.
 // The counts of listener calls and their outcomes are the sums of the
 // topics' (topicMetrics).
 type counters struct {
-	send                        rdb.SendCounts // Sent, SendRetries, SendsAbandoned
+	send                        rdb.SendCounts // Sent, SendRetries, SendsAbandoned, SendWrites, SendsWritten
 	panics, fenced, redisErrors atomic.Int64
 }
 
@@ -37,7 +43,8 @@ type counters struct {
 func (c *Client) Metrics() Metrics {
 	m := &c.counters
 	out := Metrics{Sent: m.send.Sent.Load(), SendRetries: m.send.Retries.Load(),
-		SendsAbandoned: m.send.Abandoned.Load(), Panics: m.panics.Load(),
+		SendsAbandoned: m.send.Abandoned.Load(), SendWrites: m.send.Writes.Load(),
+		SendsWritten: m.send.Written.Load(), Panics: m.panics.Load(),
 		Fenced: m.fenced.Load(), RedisErrors: m.redisErrors.Load()}
 	c.topics.mu.RLock()
 	for _, t := range c.topics.byName {

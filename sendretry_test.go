@@ -127,3 +127,46 @@ func TestSendWithEndedCtxIsNotWritten(t *testing.T) {
 		assert.Equal(t, int64(1), c.Metrics().Sent)
 	})
 }
+
+// Metrics.SendWrites and SendsWritten count the writes that carried Sends
+// and the Sends in them (each Send once when nothing failed); SendBatch is
+// in neither. On every backend.
+func TestMetricsCountSendWrites(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		c := newClient(t, b)
+		define(t, c, "t", 8, rmq.Priority)
+		ctx := context.Background()
+		const senders, each = 16, 20
+		errs := make(chan error, senders)
+		for i := range senders {
+			go func() {
+				for j := range each {
+					if err := c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: fmt.Appendf(nil, "%d-%d", i, j), Priority: 100}); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range senders {
+			require.NoError(t, <-errs)
+		}
+		m := c.Metrics()
+		require.Zero(t, m.SendRetries, "a retry would be written twice")
+		assert.Equal(t, int64(senders*each), m.SendsWritten)
+		assert.GreaterOrEqual(t, m.SendWrites, int64(1))
+		assert.LessOrEqual(t, m.SendWrites, m.SendsWritten)
+		t.Logf("%d Sends in %d writes", m.SendsWritten, m.SendWrites)
+
+		batch := make([]rmq.OutgoingMessage, 10)
+		for i := range batch {
+			batch[i] = rmq.PriorityMessage{Topic: "t", Content: fmt.Appendf(nil, "b%d", i), Priority: 100}
+		}
+		require.NoError(t, c.Producer().SendBatch(ctx, batch...))
+		after := c.Metrics()
+		assert.Equal(t, m.SendWrites, after.SendWrites, "SendBatch is no Send write")
+		assert.Equal(t, m.SendsWritten, after.SendsWritten)
+		assert.Equal(t, int64(senders*each+len(batch)), after.Sent)
+	})
+}

@@ -99,7 +99,8 @@ func (col *Collector) collectClient(ch chan<- prometheus.Metric) {
 	for _, c := range []struct {
 		desc *prometheus.Desc
 		n    int64
-	}{{d.sendRetries, m.SendRetries}, {d.sendsAbandoned, m.SendsAbandoned}, {d.redisErrors, m.RedisErrors}, {d.fenced, m.Fenced}} {
+	}{{d.sendRetries, m.SendRetries}, {d.sendsAbandoned, m.SendsAbandoned}, {d.redisErrors, m.RedisErrors}, {d.fenced, m.Fenced},
+		{d.sendWrites, m.SendWrites}, {d.sendsWritten, m.SendsWritten}, {d.panics, m.Panics}} {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.n))
 	}
 }

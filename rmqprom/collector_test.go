@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,9 +165,9 @@ func TestCollectorPassesLint(t *testing.T) {
 	problems, err := testutil.CollectAndLint(rmqprom.NewCollector(c))
 	require.NoError(t, err)
 	assert.Empty(t, problems)
-	assert.Equal(t, 8+4+1+3+3+2+4+1+2+4, testutil.CollectAndCount(rmqprom.NewCollector(c)),
+	assert.Equal(t, 8+4+1+3+3+2+4+1+2+7, testutil.CollectAndCount(rmqprom.NewCollector(c)),
 		"topic t's 8 counter and gauge series, 4 breaker states, breaker openings, 3 breaker transitions, 3 held-back reasons, 2 histograms, "+
-			"4 backlog states, the oldest due age, paused and rate limit; the client's 4 counters")
+			"4 backlog states, the oldest due age, paused and rate limit; the client's 7 counters")
 }
 
 // syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
@@ -236,7 +237,8 @@ func TestCollectorBoundsAScrapeOfAHungRedis(t *testing.T) {
 // clientCounters are the series of the client's own counters, which need
 // no Redis.
 var clientCounters = []string{"rmq_send_retries_total{}", "rmq_sends_abandoned_total{}",
-	"rmq_consumer_redis_errors_total{}", "rmq_fenced_pops_total{}"}
+	"rmq_consumer_redis_errors_total{}", "rmq_fenced_pops_total{}", "rmq_send_writes_total{}",
+	"rmq_sends_written_total{}", "rmq_listener_panics_total{}"}
 
 // withoutClientCounters checks that s has the client's counters and returns
 // the rest.
@@ -251,10 +253,11 @@ func withoutClientCounters(t *testing.T, s map[string]float64) map[string]float6
 }
 
 // The client's own counters are series without labels: here a Send whose
-// ctx had ended is abandoned, and nothing else happened.
+// ctx had ended is abandoned, a live one is written, and its listener panics
+// once before it commits.
 func TestCollectorExposesClientCounters(t *testing.T) {
 	r := miniRedis(t)
-	c, err := rmq.New(r, rmq.WithNamespace("client"))
+	c, err := rmq.New(r, rmq.WithNamespace("client"), rmq.WithRetryBackoff(rmq.NoBackoff))
 	require.NoError(t, err)
 	require.NoError(t, c.DefineTopic(context.Background(), rmq.Topic{Name: "t", SlotAmount: 2, Type: rmq.Priority}))
 	ended, cancel := context.WithCancel(context.Background())
@@ -265,10 +268,34 @@ func TestCollectorExposesClientCounters(t *testing.T) {
 	s := gather(t, reg)
 	withoutClientCounters(t, s)
 	assert.Equal(t, 1.0, s[`rmq_sends_abandoned_total{}`])
-	for _, k := range []string{"rmq_send_retries_total{}", "rmq_consumer_redis_errors_total{}", "rmq_fenced_pops_total{}"} {
-		assert.Zero(t, s[k], k)
+	for _, k := range clientCounters {
+		if k != `rmq_sends_abandoned_total{}` {
+			assert.Zero(t, s[k], k)
+		}
 	}
 	assert.Equal(t, 0.0, s[`rmq_messages_sent_total{topic="t"}`])
+
+	var calls atomic.Int32
+	require.NoError(t, c.Subscribe("t", rmq.ListenerFunc(func(context.Context, *rmq.Message) error {
+		if calls.Add(1) == 1 {
+			panic("listener bug")
+		}
+		return nil
+	})))
+	done := make(chan error, 1)
+	go func() { done <- c.Start(context.Background()) }()
+	t.Cleanup(func() {
+		require.NoError(t, c.Close(context.Background()))
+		require.NoError(t, <-done)
+	})
+	require.NoError(t, c.Producer().Send(context.Background(), rmq.PriorityMessage{Topic: "t", Content: []byte("y"), Priority: 20}))
+	require.Eventually(t, func() bool { return c.Metrics().Delivered == 2 }, 5*time.Second, 10*time.Millisecond)
+	s = gather(t, reg)
+	assert.Equal(t, 1.0, s[`rmq_send_writes_total{}`])
+	assert.Equal(t, 1.0, s[`rmq_sends_written_total{}`])
+	assert.Equal(t, 1.0, s[`rmq_listener_panics_total{}`])
+	assert.Equal(t, 1.0, s[`rmq_deliveries_total{outcome="fail",topic="t"}`], "a panic is a fail too")
+	assert.Equal(t, 1.0, s[`rmq_messages_sent_total{topic="t"}`])
 }
 
 // A Redis that fails is logged and left out; nothing panics.

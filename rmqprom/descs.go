@@ -13,6 +13,7 @@ type descs struct {
 	paused, rateLimit                    *prometheus.Desc
 	// The client's own counters (Client.Metrics), without labels.
 	sendRetries, sendsAbandoned, redisErrors, fenced *prometheus.Desc
+	sendWrites, sendsWritten, panics                 *prometheus.Desc
 }
 
 func newDescs() descs {
@@ -61,6 +62,12 @@ func newDescs() descs {
 			"Failed Redis calls of this process's consumers (each followed by a backoff).", nil, nil),
 		fenced: prometheus.NewDesc("rmq_fenced_pops_total",
 			"Pops of this process that Redis refused because a newer owner holds the slot.", nil, nil),
+		sendWrites: prometheus.NewDesc("rmq_send_writes_total",
+			"Writes that put this process's queued Sends on the wire (one stream write or pipeline each; SendBatch not counted).", nil, nil),
+		sendsWritten: prometheus.NewDesc("rmq_sends_written_total",
+			"Sends those writes carried, retries included: its rate over rmq_send_writes_total's is the Sends per write.", nil, nil),
+		panics: prometheus.NewDesc("rmq_listener_panics_total",
+			"Listener calls of this process that panicked (counted as outcome fail in rmq_deliveries_total too).", nil, nil),
 	}
 }
 
@@ -68,5 +75,5 @@ func newDescs() descs {
 func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.sent, d.deliveries, d.redeliveries, d.dead, d.lateness, d.duration, d.backlog, d.oldestDue, d.owned,
 		d.breaker, d.breakerOpened, d.breakerTransitions, d.heldBack, d.paused, d.rateLimit,
-		d.sendRetries, d.sendsAbandoned, d.redisErrors, d.fenced}
+		d.sendRetries, d.sendsAbandoned, d.redisErrors, d.fenced, d.sendWrites, d.sendsWritten, d.panics}
 }

@@ -19,8 +19,7 @@ import (
 // pipelines otherwise (sendpipe.go). Each write publishes the wake-ups of its
 // entries after them (wakeset.go). The README's Sending section tells why.
 
-// SendCounts are what a sender counts; the client exports Sent, Retries and
-// Abandoned.
+// SendCounts are what a sender counts; the client exports them all.
 // Sent, added to by the stream's reader at each reply, has a cache line of
 // its own, away from the writer's Writes and from its neighbours.
 type SendCounts struct {
@@ -29,6 +28,7 @@ type SendCounts struct {
 	_       [56]byte
 	Retries atomic.Int64 // Sends written again after a retryable failure
 	Writes  atomic.Int64 // writes of queued Sends (stream writes or pipelines; not the writer's returns for held wake-ups or parked Sends)
+	Written atomic.Int64 // Sends in those writes, retries included: Written/Writes is the Sends per write
 	// Abandoned counts Sends left unwritten because their context ended
 	// while they were queued (dropEnded).
 	Abandoned atomic.Int64
@@ -256,8 +256,9 @@ func (s *sender) writeQueued(rounds int) bool {
 		s.mu.Unlock()
 		last = n
 		if batch = dropEnded(batch); len(batch) > 0 {
-			if carriesSends(batch) {
+			if n := sendsIn(batch); n > 0 {
 				s.counts.Writes.Add(1)
+				s.counts.Written.Add(int64(n))
 			}
 			s.strategy.write(batch)
 		}
@@ -327,14 +328,15 @@ func dropEnded(batch []*request) []*request {
 	return live
 }
 
-// carriesSends reports whether batch holds a Send, not only requests that
-// bring the writer back (the Cluster's wake timer and kicks), which
-// SendCounts.Writes does not count.
-func carriesSends(batch []*request) bool {
+// sendsIn counts the Sends in batch, leaving out the requests that only
+// bring the writer back (the Cluster's wake timer and kicks): a batch of
+// those alone is no write of SendCounts.Writes.
+func sendsIn(batch []*request) int {
+	n := 0
 	for _, r := range batch {
 		if r.entry.Key != "" {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
