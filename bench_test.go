@@ -141,7 +141,7 @@ func benchmarkSendOn(b *testing.B, r redis.UniversalClient, senders int, stream 
 		b.ReportMetric((serversCPU(ctx, r)-cpu0)*1e6/float64(per*senders), "redis-µs/msg")
 	}
 	n := &c.counters.send
-	b.ReportMetric(float64(n.Sent.Load())/float64(max(n.Writes.Load(), 1)), "msgs/write")
+	b.ReportMetric(float64(n.Written.Load())/float64(max(n.Writes.Load(), 1)), "msgs/write")
 	b.ReportMetric(float64(per*senders)/b.Elapsed().Seconds(), "msgs/s")
 	r.Del(ctx, ns+":topics")
 	for _, k := range c.topics.get("t").slots {
