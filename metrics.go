@@ -14,21 +14,24 @@ type Metrics struct {
 	// SendsAbandoned are Sends whose ctx ended while they waited to be
 	// written: they returned ctx.Err() and were not written, so not stored.
 	SendsAbandoned int64
-	// SendWrites are the writes that put queued Sends on the wire (one
-	// stream write or pipeline each, whatever it carried), and SendsWritten
-	// the Sends they carried, retries included: SendsWritten/SendWrites is
-	// how many Sends a write took at once, which grows with the number of
-	// concurrent Sends (see WithSendStream). SendBatch is not counted here.
-	SendWrites, SendsWritten int64
-	Delivered                int64 // listener calls that returned: Committed + Failed + NotOwner
-	Redelivered              int64 // listener calls of a message delivered before (Attempt > 1)
-	Committed                int64 // listener calls that returned nil
-	Failed                   int64 // listener calls that returned an error or panicked (rolled back)
-	Panics                   int64 // of which panics
-	NotOwner                 int64 // listener calls that returned ErrNotOwner (restored unchanged)
-	Restored                 int64 // popped messages handed back unstarted (revoked slot, shutdown, long batch)
-	Fenced                   int64 // pops refused because a newer owner holds the slot
-	RedisErrors              int64 // failed Redis calls of consumers (each followed by a backoff)
+	// SendWrites are the writes that put queued Sends on the wire: on a
+	// single node one stream write or pipeline each; on a Cluster one for
+	// all the masters it reached (a stream write or pipeline to each).
+	// SendBatch is not counted here.
+	SendWrites int64
+	// SendsWritten are the Sends those writes carried, retries included:
+	// SendsWritten/SendWrites is how many Sends a write took at once, which
+	// grows with the number of concurrent Sends (see WithSendStream).
+	SendsWritten int64
+	Delivered    int64 // listener calls that returned: Committed + Failed + NotOwner
+	Redelivered  int64 // listener calls of a message delivered before (Attempt > 1)
+	Committed    int64 // listener calls that returned nil
+	Failed       int64 // listener calls that returned an error or panicked (rolled back)
+	Panics       int64 // of which panics
+	NotOwner     int64 // listener calls that returned ErrNotOwner (restored unchanged)
+	Restored     int64 // popped messages handed back unstarted (revoked slot, shutdown, long batch)
+	Fenced       int64 // pops refused because a newer owner holds the slot
+	RedisErrors  int64 // failed Redis calls of consumers (each followed by a backoff)
 }
 
 // counters backs Metrics.
