@@ -19,7 +19,8 @@ import (
 // holds the coordinator's keys (and topic slots), and the first again with
 // the producer's Sends acknowledged by a replica, all on clusters that serve
 // the surviving masters' slots meanwhile (cluster-require-full-coverage no);
-// and the first on Redis's default, cluster-require-full-coverage yes, where
+// the second with clients that read from replicas; and the first on Redis's
+// default, cluster-require-full-coverage yes, where
 // the surviving masters' rate is reported, not checked.
 func TestClusterMasterFailover(t *testing.T) {
 	for _, tc := range []struct {
@@ -31,6 +32,7 @@ func TestClusterMasterFailover(t *testing.T) {
 		{"data-master", false, false, variant{}},
 		{"coordinator-master", true, false, variant{}},
 		{"data-master-replica-ack", false, false, variant{replicaAck: true}},
+		{"coordinator-master-replica-reads", true, false, variant{replicaReads: true}},
 		{"data-master-full-coverage", false, true, variant{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,7 +66,9 @@ func runClusterFailover(t *testing.T, c *testenv.PrivateCluster, coordinator boo
 	d := deployment{
 		name: fmt.Sprintf("Redis Cluster %v (cluster-require-full-coverage %s, cluster-node-timeout %s ms)",
 			c.Addrs(), coverage, nodeTimeout),
-		newClient:        func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()}) },
+		newClient: func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), RouteRandomly: v.replicaReads})
+		},
 		refusesUncovered: coverage == "yes",
 	}
 	held := map[string][]int{} // master → topic slots

@@ -94,6 +94,10 @@ type variant struct {
 	// the promotion, so that the new master gets a replica to acknowledge
 	// (see rejoin).
 	replicaAck bool
+	// replicaReads: every process's Cluster client sends its read-only
+	// commands to replicas (RouteRandomly), as read-scaling deployments
+	// do; the killed master's replica serves them until its promotion.
+	replicaReads bool
 }
 
 // failoverRun is one run: the deployment, the records and the moments that
