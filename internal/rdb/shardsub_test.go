@@ -167,6 +167,11 @@ func TestShardedChannelsFollowTheirSlots(t *testing.T) {
 		require.NoError(t, err)
 		// The slot holds no key: it moves by CLUSTER SETSLOT … NODE alone.
 		require.NoError(t, cl.GiveSlot(ctx, hashSlot, to))
+		defer func() {
+			if t.Failed() { // where each node, and the client's slot map, placed the slot
+				t.Logf("hash slot %d given to %s; %s", hashSlot, to.Addr, slotViews(ctx, cl.Addrs(), client, ch, hashSlot))
+			}
+		}()
 		l.waitSubscribed(t, []string{ch}, 2, 10*time.Second)
 		l.await(ctx, t, client, ch, "after-migration", 10*time.Second)
 		// Every node, replicas too, learns of the move before the failover
@@ -193,6 +198,21 @@ func TestShardedChannelsFollowTheirSlots(t *testing.T) {
 		l.waitSubscribed(t, []string{ch}, before+1, 15*time.Second)
 		l.await(ctx, t, client, ch, "after-failover", 15*time.Second)
 	})
+}
+
+// slotViews says which master each node at addrs, and client's slot map,
+// names for hashSlot (of key).
+func slotViews(ctx context.Context, addrs []string, client *redis.ClusterClient, key string, hashSlot int) string {
+	var b strings.Builder
+	for _, addr := range addrs {
+		fmt.Fprintf(&b, "%s says %q; ", addr, servedBy(ctx, addr, hashSlot))
+	}
+	if node, err := client.MasterForKey(ctx, key); err != nil {
+		fmt.Fprintf(&b, "the client's map: %v", err)
+	} else {
+		fmt.Fprintf(&b, "the client's map says %s", node.Options().Addr)
+	}
+	return b.String()
 }
 
 // servedBy returns the address of the master that the node at addr says
