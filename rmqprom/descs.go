@@ -63,7 +63,7 @@ func newDescs() descs {
 		fenced: prometheus.NewDesc("rmq_fenced_pops_total",
 			"Pops of this process that Redis refused because a newer owner holds the slot.", nil, nil),
 		sendWrites: prometheus.NewDesc("rmq_send_writes_total",
-			"Writes that put this process's queued Sends on the wire (one stream write or pipeline each, on a Cluster one per master reached together; SendBatch not counted).", nil, nil),
+			"Writes that put this process's queued Sends on the wire (one stream write or pipeline each; on a Cluster, one for all the masters a write reached; SendBatch not counted).", nil, nil),
 		sendsWritten: prometheus.NewDesc("rmq_sends_written_total",
 			"Sends those writes carried, retries included: its rate over rmq_send_writes_total's is the Sends per write.", nil, nil),
 		panics: prometheus.NewDesc("rmq_listener_panics_total",
