@@ -3,7 +3,6 @@ package rmq_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,19 +26,17 @@ import (
 // scripts, which go-redis sends to masters; only reads that may lag (stats,
 // controls, the idle sweep) can reach a replica.
 func TestClusterClientReadingFromReplicas(t *testing.T) {
-	addrs := os.Getenv("RMQ_CLUSTER_ADDRS")
-	if addrs == "" || testing.Short() {
-		testenv.Missing(t, "RMQ_CLUSTER_ADDRS")
-	}
+	cluster := testenv.Cluster(t)
+	addrs := cluster.Redis.(*redis.ClusterClient).Options().Addrs
 	ctx := context.Background()
 	replicaReader := func() *redis.ClusterClient {
-		r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ","), RouteRandomly: true})
+		r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, RouteRandomly: true})
 		t.Cleanup(func() { r.Close() })
 		require.NoError(t, r.Ping(ctx).Err())
 		return r
 	}
 	first := replicaReader()
-	ns := testenv.Namespace(t, testenv.Backend{Name: "cluster", Redis: first})
+	ns := testenv.Namespace(t, cluster)
 	readsBefore := replicaReads(t, first)
 	rec := newRecorder()
 	var clients []*rmq.Client
