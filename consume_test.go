@@ -330,7 +330,9 @@ func TestCloseFinishesInFlightAndRestoresUnstarted(t *testing.T) {
 		require.NoError(t, c.Subscribe("fixed", l))
 		done := make(chan error, 1)
 		go func() { done <- c.Start(ctx) }()
-		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("warm-up"), FixedTime: time.Now().Add(time.Millisecond)}))
+		// Due 50 ms ahead, not 1 ms: Send refuses a time already past, and a
+		// loaded machine can take more than a millisecond to get there.
+		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("warm-up"), FixedTime: time.Now().Add(50 * time.Millisecond)}))
 		eventually(t, 5*time.Second, "warm-up consumed", func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 1 })
 		due := time.Now().Add(20 * time.Millisecond)
 		var msgs []rmq.OutgoingMessage
