@@ -4,14 +4,16 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// RESP2 encoding and the reply reading the send stream needs. Commands are
-// written as arrays of bulk strings; replies are read whole, and only their
-// error, if any, is kept: every command the stream sends answers with an
-// integer or OK.
+// RESP2 encoding, the reply reading the send stream needs, and the pushes a
+// sharded subscription reads. Commands are written as arrays of bulk
+// strings; replies are read whole, and only their error, if any, is kept:
+// every command the stream sends answers with an integer or OK.
 
 // ReplyError is an error reply from Redis, such as "WRONGTYPE …" or "OOM …".
 type ReplyError string
@@ -183,4 +185,53 @@ func readLine(rd *bufio.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %q", errProtocol, line)
 	}
 	return line[:len(line)-2], nil
+}
+
+// readPush reads one push (an array of bulk strings and integers) into parts,
+// the slices valid until the next read, and returns how many parts it had
+// (those beyond len(parts) are read and dropped). An error reply is
+// returned as a ReplyError.
+func readPush(rd *bufio.Reader, parts [][]byte) (int, error) {
+	line, err := readLine(rd)
+	if err != nil {
+		return 0, err
+	}
+	switch line[0] {
+	case '-':
+		return 0, ReplyError(line[1:])
+	case '*':
+	default:
+		return 0, fmt.Errorf("%w: %q", errProtocol, line)
+	}
+	n, ok := parseInteger(line[1:])
+	if !ok || n < 0 {
+		return 0, fmt.Errorf("%w: %q", errProtocol, line)
+	}
+	for i := range int(n) {
+		line, err := readLine(rd)
+		if err != nil {
+			return 0, err
+		}
+		var part []byte
+		switch line[0] {
+		case ':':
+			part = slices.Clone(line[1:])
+		case '$':
+			size, ok := parseInteger(line[1:])
+			if !ok || size < 0 {
+				return 0, fmt.Errorf("%w: %q", errProtocol, line)
+			}
+			buf := make([]byte, size+2)
+			if _, err := io.ReadFull(rd, buf); err != nil {
+				return 0, err
+			}
+			part = buf[:size]
+		default:
+			return 0, fmt.Errorf("%w: %q", errProtocol, line)
+		}
+		if i < len(parts) {
+			parts[i] = part
+		}
+	}
+	return int(n), nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // Sharded wake-ups on a Cluster. A PUBLISH there is carried over the cluster
@@ -33,7 +34,8 @@ import (
 // set of channels changed gets a new connection, as does one whose
 // connection failed, so a channel follows its slot through a failover or a
 // migration (looked at again within shardRecheck once a node dropped a
-// channel, or answered its SSUBSCRIBE with MOVED), and every
+// channel, or answered its SSUBSCRIBE with MOVED, whose address the loop
+// trusts over a stale map: shardmoves.go), and every
 // (re)subscription is delivered, which wakes the slot: wake-ups published
 // while a channel was not followed are not lost for long.
 // A master that refuses SSUBSCRIBE (Redis before 7.0, an ACL) is asked again
@@ -82,6 +84,7 @@ type shardSub struct {
 	nc       net.Conn // nil until dialled
 	closed   bool
 	lastPing time.Time
+	moves    []shardMove // the MOVED replies not yet taken by the loop (shardmoves.go)
 }
 
 // listenShards follows the sharded channels until ctx ends, handing deliver
@@ -101,10 +104,15 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 		}
 	}()
 	want := make(map[string][]string)
-	nodes := make(map[string]*redis.Client)
+	nodes := make(map[string]*redis.Options)
+	moved := make(map[string]shardMoved) // channels a MOVED sent elsewhere than the slot map
 	kick := make(chan struct{}, 1)
 	for {
-		placed := b.placeShards(ctx, channels, want, nodes)
+		began := time.Now()
+		for _, s := range subs {
+			s.noteMoves(moved, began)
+		}
+		placed := b.placeShards(ctx, channels, moved, want, nodes)
 		for addr, s := range subs {
 			select {
 			case <-s.done:
@@ -124,9 +132,12 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 					delete(subs, addr)
 					continue
 				}
-				if ctx.Err() == nil && !failing[addr] && s.endedBadly() {
-					b.log.Warn("rmq: sharded wake-up subscription ended", "node", addr, "err", s.err)
-					failing[addr] = true
+				if bad := s.endedBadly(); bad && ctx.Err() == nil {
+					forgetMoves(moved, addr)
+					if !failing[addr] {
+						b.log.Warn("rmq: sharded wake-up subscription ended", "node", addr, "err", s.err)
+						failing[addr] = true
+					}
 				}
 				delete(subs, addr)
 				continue
@@ -147,14 +158,14 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 				s := &shardSub{addr: addr, channels: slices.Clone(chans), stop: stop, done: make(chan struct{}),
 					lastPing: time.Now(), kick: kick}
 				subs[addr] = s
-				go s.run(sctx, nodes[addr].Options(), b.topo, deliver)
+				go s.run(sctx, nodes[addr], b.topo, deliver)
 			}
 		}
-		wait := listenRefresh
+		next := listenRefresh
 		for addr, s := range subs {
 			s.ping()
 			if at := s.droppedAt.Load(); at != 0 {
-				wait = shardRecheck
+				next = shardRecheck
 				if time.Since(time.Unix(0, at)) >= shardDroppedWait {
 					s.close() // the map still places its channels there: dial again
 					<-s.done
@@ -162,23 +173,28 @@ func (b *redisBroker) listenShards(ctx context.Context, channels []string, deliv
 				}
 			}
 		}
-		if wait < listenRefresh {
+		if next < listenRefresh || len(moved) > 0 {
 			b.RefreshTopology()
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-kick:
-		case <-time.After(wait):
+		case <-kick: // a burst of drops and redirections is placed once
+			if wait.Sleep(ctx, shardRecheck-time.Since(began)); ctx.Err() != nil {
+				return
+			}
+		case <-time.After(next):
 		}
 	}
 }
 
 // placeShards fills want with the channels (in their order) by the address
-// of the master that the client's slot map names for each, and nodes with
-// those masters; both are emptied first, their memory kept. It reports
-// false, want empty, if some channel's master could not be had.
-func (b *redisBroker) placeShards(ctx context.Context, channels []string, want map[string][]string, nodes map[string]*redis.Client) bool {
+// of the master that the client's slot map names for each, or that a trusted
+// MOVED named (moved: placeMoved), and nodes with the options of those
+// masters; both are emptied first, their memory kept. It reports false, want
+// empty, if some channel's master could not be had.
+func (b *redisBroker) placeShards(ctx context.Context, channels []string, moved map[string]shardMoved,
+	want map[string][]string, nodes map[string]*redis.Options) bool {
 	for addr, chans := range want {
 		want[addr] = chans[:0]
 	}
@@ -190,8 +206,18 @@ func (b *redisBroker) placeShards(ctx context.Context, channels []string, want m
 			clear(want)
 			return false
 		}
-		addr := node.Options().Addr
-		nodes[addr] = node
+		o := node.Options()
+		addr := o.Addr
+		if len(moved) > 0 {
+			if to := placeMoved(moved, ch, addr); to != addr {
+				if nodes[to] == nil {
+					nodes[to] = withAddr(o, to)
+				}
+				want[to] = append(want[to], ch)
+				continue
+			}
+		}
+		nodes[addr] = o
 		want[addr] = append(want[addr], ch)
 	}
 	for addr, chans := range want {
@@ -244,8 +270,12 @@ func (s *shardSub) read(rd *bufio.Reader, deliver func(msg any)) error {
 		n, err := readPush(rd, push[:])
 		if redirected(err) || clusterDown(err) {
 			// a channel's SSUBSCRIBE came after its slot moved away (the slot
-			// map placed it by an older view), or to a node that serves it no
-			// longer (reset as it left the Cluster): as if it dropped it
+			// map placed it by an older view, or the node dropped it and was
+			// asked again), or to a node that serves it no longer (reset as it
+			// left the Cluster): as if it dropped it; a MOVED says where to
+			if m, ok := movedOf(err); ok {
+				s.movedTo(m)
+			}
 			s.dropped()
 			continue
 		}
@@ -266,6 +296,9 @@ func (s *shardSub) read(rd *bufio.Reader, deliver func(msg any)) error {
 			deliver(&redis.Subscription{Kind: "ssubscribe", Channel: string(push[1]), Count: count})
 		case "sunsubscribe": // the channel's slot moved away: the loop places it again
 			s.dropped()
+			// the node's MOVED names the new master, which the slot map
+			// may not yet know of (shardmoves.go)
+			_ = s.write(appendCommand(nil, "SSUBSCRIBE", string(push[1]))) // a failed write fails the read too
 		case "pong":
 			s.mu.Lock()
 			if s.nc != nil {
@@ -293,67 +326,23 @@ func (s *shardSub) endedBadly() bool {
 // tells the loop, the first time, to place the channels again.
 func (s *shardSub) dropped() {
 	if s.droppedAt.CompareAndSwap(0, time.Now().UnixNano()) {
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
+		s.tell()
 	}
 }
 
-// readPush reads one push (an array of bulk strings and integers) into parts,
-// the slices valid until the next read, and returns how many parts it had
-// (those beyond len(parts) are read and dropped). An error reply is
-// returned as a ReplyError.
-func readPush(rd *bufio.Reader, parts [][]byte) (int, error) {
-	line, err := readLine(rd)
-	if err != nil {
-		return 0, err
-	}
-	switch line[0] {
-	case '-':
-		return 0, ReplyError(line[1:])
-	case '*':
+// tell wakes the loop unless it was woken already.
+func (s *shardSub) tell() {
+	select {
+	case s.kick <- struct{}{}:
 	default:
-		return 0, fmt.Errorf("%w: %q", errProtocol, line)
 	}
-	n, ok := parseInteger(line[1:])
-	if !ok || n < 0 {
-		return 0, fmt.Errorf("%w: %q", errProtocol, line)
-	}
-	for i := range int(n) {
-		line, err := readLine(rd)
-		if err != nil {
-			return 0, err
-		}
-		var part []byte
-		switch line[0] {
-		case ':':
-			part = slices.Clone(line[1:])
-		case '$':
-			size, ok := parseInteger(line[1:])
-			if !ok || size < 0 {
-				return 0, fmt.Errorf("%w: %q", errProtocol, line)
-			}
-			buf := make([]byte, size+2)
-			if _, err := io.ReadFull(rd, buf); err != nil {
-				return 0, err
-			}
-			part = buf[:size]
-		default:
-			return 0, fmt.Errorf("%w: %q", errProtocol, line)
-		}
-		if i < len(parts) {
-			parts[i] = part
-		}
-	}
-	return int(n), nil
 }
 
 // write sends b on the connection.
 func (s *shardSub) write(b []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.nc == nil {
 		return net.ErrClosed
 	}
 	s.nc.SetWriteDeadline(time.Now().Add(shardPongWait))

@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq/internal/keyslot"
 )
 
 // TestPrivateCluster starts a private cluster, checks its topology, its
@@ -29,7 +31,7 @@ func TestPrivateCluster(t *testing.T) {
 			covered += r.Last - r.First + 1
 		}
 	}
-	assert.Equal(t, clusterSlots, covered, "slots served by the masters %+v", masters)
+	assert.Equal(t, keyslot.Count, covered, "slots served by the masters %+v", masters)
 	assert.Len(t, c.Addrs(), 6)
 	coverage, err := c.Setting(ctx, "cluster-require-full-coverage")
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package testenv
+package keyslot
 
 import (
 	"testing"
@@ -6,21 +6,21 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestKeySlot checks KeySlot against hash slots Redis documents and against
+// TestOf checks Of against hash slots Redis documents and against
 // the hash tag rules.
-func TestKeySlot(t *testing.T) {
+func TestOf(t *testing.T) {
 	tests := []struct {
 		key  string
 		want int
 	}{
-		{"123456789", 0x31c3 % clusterSlots}, // the CRC-16/XMODEM check value
+		{"123456789", 0x31c3 % Count}, // the CRC-16/XMODEM check value
 		{"somekey", 11058},
 		{"foo{hash_tag}", 2515},
 		{"hash_tag", 2515},
 		{"", 0},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, KeySlot(tt.key), "KeySlot(%q)", tt.key)
+		assert.Equal(t, tt.want, Of(tt.key), "Of(%q)", tt.key)
 	}
 	same := [][2]string{
 		{"{user1000}.following", "{user1000}.followers"},
@@ -32,6 +32,6 @@ func TestKeySlot(t *testing.T) {
 		{"}{x}", "x"},                // a "}" before the "{" does not close it
 	}
 	for _, p := range same {
-		assert.Equal(t, KeySlot(p[1]), KeySlot(p[0]), "KeySlot(%q) vs KeySlot(%q)", p[0], p[1])
+		assert.Equal(t, Of(p[1]), Of(p[0]), "Of(%q) vs Of(%q)", p[0], p[1])
 	}
 }
