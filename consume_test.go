@@ -190,10 +190,10 @@ func TestRetryBackoffIsHonouredWhileTheSlotServesOthers(t *testing.T) {
 		}
 		require.NoError(t, c.Subscribe("one", r))
 		run(t, c)
-		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "one", Content: []byte("flaky"), FixedTime: time.Now().Add(5 * time.Millisecond)}))
+		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "one", Content: []byte("flaky"), FixedTime: time.Now().Add(50 * time.Millisecond)}))
 		r.waitCalls(t, 1, 5*time.Second)
 		// While flaky waits out its first backoff, the only slot serves others.
-		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "one", Content: []byte("other"), FixedTime: time.Now().Add(5 * time.Millisecond)}))
+		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "one", Content: []byte("other"), FixedTime: time.Now().Add(50 * time.Millisecond)}))
 		calls := r.waitCalls(t, 4, 5*time.Second)
 		require.Equal(t, []string{"flaky", "other", "flaky", "flaky"}, r.contents()[:4])
 		gap1 := calls[2].at.Sub(calls[0].at)
@@ -334,7 +334,7 @@ func TestCloseFinishesInFlightAndRestoresUnstarted(t *testing.T) {
 		// loaded machine can take more than a millisecond to get there.
 		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("warm-up"), FixedTime: time.Now().Add(50 * time.Millisecond)}))
 		eventually(t, 5*time.Second, "warm-up consumed", func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 1 })
-		due := time.Now().Add(20 * time.Millisecond)
+		due := time.Now().Add(50 * time.Millisecond)
 		var msgs []rmq.OutgoingMessage
 		for i := range 20 {
 			msgs = append(msgs, rmq.FixedTimeMessage{Topic: "fixed", Content: fmt.Appendf(nil, "m%02d", i), FixedTime: due.Add(time.Duration(i) * time.Millisecond)})

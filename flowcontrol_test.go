@@ -29,7 +29,7 @@ func TestPauseHoldsEveryConsumerAndResumeDeliversWhatIsOverdueInOrder(t *testing
 		require.NoError(t, err)
 		require.NoError(t, worker.Subscribe("fixed", rec))
 		run(t, worker)
-		require.NoError(t, admin.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("before"), FixedTime: time.Now().Add(10 * time.Millisecond)}))
+		require.NoError(t, admin.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("before"), FixedTime: time.Now().Add(50 * time.Millisecond)}))
 		rec.waitCalls(t, 1, 5*time.Second)
 
 		require.NoError(t, admin.PauseTopic(ctx, "fixed"))

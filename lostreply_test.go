@@ -99,7 +99,7 @@ func newerCopySurvives(t *testing.T, b testenv.Backend, fixed bool) {
 		}
 		due := time.Now().Add(100 * time.Millisecond)
 		if again {
-			due = time.Now().Add(5 * time.Millisecond) // due at once, in the same second mostly
+			due = time.Now().Add(20 * time.Millisecond) // due at once, in the same second mostly
 			mu.Lock()
 			dueAgain[content] = due
 			mu.Unlock()

@@ -118,7 +118,7 @@ func TestNamespaceMetricsAddUpEveryClient(t *testing.T) {
 		go func() { done <- clients[0].Start(ctx) }()
 		for i := range 10 {
 			require.NoError(t, clients[i%2].Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed",
-				Content: fmt.Appendf(nil, "m%d", i), FixedTime: time.Now().Add(20 * time.Millisecond)}))
+				Content: fmt.Appendf(nil, "m%d", i), FixedTime: time.Now().Add(50 * time.Millisecond)}))
 		}
 		rec.waitCalls(t, 10, 10*time.Second)
 		for _, c := range clients {

@@ -96,7 +96,7 @@ func TestCollectorExposesTopicMetricsAndBacklogs(t *testing.T) {
 		})
 		p := c.Producer()
 		for _, s := range []string{"a", "b", "c", "bad"} { // each due shortly after its send, however slow the sends
-			require.NoError(t, p.Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte(s), FixedTime: time.Now().Add(30 * time.Millisecond)}))
+			require.NoError(t, p.Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte(s), FixedTime: time.Now().Add(50 * time.Millisecond)}))
 		}
 		require.NoError(t, p.Send(ctx, rmq.RangeMergeMessage{Topic: "merge", Content: []byte("m"), TimeRange: time.Millisecond}))
 		require.NoError(t, p.SendBatch(ctx, rmq.PriorityMessage{Topic: "prio", Content: []byte("x"), Priority: 20},

@@ -98,7 +98,7 @@ func TestZooKeeperClientsShareSlots(t *testing.T) {
 	})
 	var msgs []rmq.OutgoingMessage
 	for i := range 200 {
-		msgs = append(msgs, rmq.FixedTimeMessage{Topic: "t", Content: []byte{byte(i), 'x'}, FixedTime: time.Now().Add(10 * time.Millisecond)})
+		msgs = append(msgs, rmq.FixedTimeMessage{Topic: "t", Content: []byte{byte(i), 'x'}, FixedTime: time.Now().Add(50 * time.Millisecond)})
 	}
 	require.NoError(t, a.Producer().SendBatch(ctx, msgs...))
 	waitFor(t, 15*time.Second, "all consumed", func() bool { return len(ra.snapshot())+len(rb.snapshot()) >= 200 })
