@@ -23,8 +23,8 @@ import (
 // Priority and a FixedTime topic by the Redis coordinator: every message is
 // delivered once, on time, a pause holds and a resume releases, and the
 // backlog reads empty at the end. What decides ownership and pops runs in
-// scripts, which go-redis sends to masters; only reads that may lag (stats,
-// controls, the idle sweep) can reach a replica.
+// scripts, which go-redis sends to masters; only reads that may lag (the
+// coordinator's views, the dead letters) can reach a replica.
 func TestClusterClientReadingFromReplicas(t *testing.T) {
 	cluster := testenv.Cluster(t)
 	addrs := cluster.Redis.(*redis.ClusterClient).Options().Addrs
@@ -106,6 +106,13 @@ func TestClusterClientReadingFromReplicas(t *testing.T) {
 // replicas: only clients that read from replicas add to it.
 func replicaReads(t *testing.T, r *redis.ClusterClient) int64 {
 	t.Helper()
+	return replicaCalls(t, r, "hgetall", "mget", "zcard", "exists", "get")
+}
+
+// replicaCalls sums the calls of commands cmds (lower case) over the
+// Cluster's replicas.
+func replicaCalls(t *testing.T, r *redis.ClusterClient, cmds ...string) int64 {
+	t.Helper()
 	var mu sync.Mutex
 	var sum int64
 	require.NoError(t, r.ForEachSlave(context.Background(), func(ctx context.Context, n *redis.Client) error {
@@ -114,7 +121,7 @@ func replicaReads(t *testing.T, r *redis.ClusterClient) int64 {
 			return err
 		}
 		for line := range strings.Lines(info) {
-			for _, cmd := range []string{"hgetall", "mget", "zcard", "exists", "get"} {
+			for _, cmd := range cmds {
 				if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
 					calls, _, _ := strings.Cut(rest, ",")
 					n, err := strconv.ParseInt(calls, 10, 64)

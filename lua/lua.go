@@ -42,6 +42,8 @@ var (
 	deleteSlot string
 	//go:embed stats.lua
 	stats string
+	//go:embed hashread.lua
+	hashRead string
 )
 
 // cycle is the cycle script: cycle.lua (its header and arguments) and its
@@ -93,3 +95,7 @@ func DeleteSlot() string { return deleteSlot }
 // Stats returns the source of stats.lua: add a batch of a client's metrics to
 // the shared ones, once however often it is sent.
 func Stats() string { return stats }
+
+// HashRead returns the source of hashread.lua: read a hash, or one of its
+// fields, on its master whatever the client's read routing.
+func HashRead() string { return hashRead }

@@ -2,16 +2,14 @@ package rdb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// Controls returns every topic's stored flow control (topic → JSON).
+// Controls returns every topic's stored flow control (topic → JSON), read
+// on the master (masterread.go).
 func (b *redisBroker) Controls(ctx context.Context) (map[string]string, error) {
-	return b.rdb.HGetAll(ctx, b.keys.Controls()).Result()
+	return b.hashOnMaster(ctx, b.keys.Controls())
 }
 
 // SetControl stores topic's flow control ("" deletes it) and announces the
@@ -71,11 +69,8 @@ func (b *redisBroker) DeleteTopic(ctx context.Context, topic string) error {
 	return b.rdb.HDel(ctx, k.Topics(), topic).Err()
 }
 
-// PresenceTopics returns the topics of each presence entry.
+// PresenceTopics returns the topics of each presence entry, read on the
+// master (masterread.go).
 func (b *redisBroker) PresenceTopics(ctx context.Context) (map[string]string, error) {
-	m, err := b.rdb.HGetAll(ctx, b.keys.PresenceTopics()).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	return m, err
+	return b.hashOnMaster(ctx, b.keys.PresenceTopics())
 }

@@ -258,16 +258,18 @@ func (c *coordination) Presence(ctx context.Context, me string, ttl time.Duratio
 		strings.Join(topics, ",")).Text()
 }
 
-// PresentWorkers implements Coordination.
+// PresentWorkers implements Coordination: the entries and the clock that
+// presence.lua stamps them by, both read on the master (masterread.go; a
+// routed pipeline goes to it).
 func (c *coordination) PresentWorkers(ctx context.Context) (map[string]time.Time, error) {
-	zs, err := c.rdb.ZRangeWithScores(ctx, c.keys.Presence(), 0, -1).Result()
-	if err != nil {
+	p := NewRoutedPipeline(c.rdb)
+	pipe := p.On(ctx, c.keys.Presence())
+	entries := pipe.ZRangeWithScores(ctx, c.keys.Presence(), 0, -1)
+	clock := pipe.Time(ctx)
+	if err := p.Exec(ctx); err != nil {
 		return nil, err
 	}
-	now, err := c.rdb.Time(ctx).Result()
-	if err != nil {
-		return nil, err
-	}
+	zs, now := entries.Val(), clock.Val()
 	out := make(map[string]time.Time, len(zs))
 	for _, z := range zs {
 		if at := time.UnixMilli(int64(z.Score)); at.After(now) {

@@ -15,6 +15,7 @@ var (
 
 	deleteSlotScript = redis.NewScript(lua.DeleteSlot())
 	statsScript      = redis.NewScript(lua.Stats())
+	hashReadScript   = redis.NewScript(lua.HashRead())
 
 	joinScript      = redis.NewScript(lua.Join())
 	heartbeatScript = redis.NewScript(lua.Heartbeat())

@@ -18,12 +18,12 @@ func (b *redisBroker) SaveTopic(ctx context.Context, name, def string) (string, 
 	if added {
 		return def, nil
 	}
-	return b.rdb.HGet(ctx, key, name).Result()
+	return b.fieldOnMaster(ctx, key, name) // the winner's, written a moment ago maybe
 }
 
-// LoadTopic implements Broker.
+// LoadTopic implements Broker, reading on the master (masterread.go).
 func (b *redisBroker) LoadTopic(ctx context.Context, name string) (string, bool, error) {
-	def, err := b.rdb.HGet(ctx, b.keys.Topics(), name).Result()
+	def, err := b.fieldOnMaster(ctx, b.keys.Topics(), name)
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
 	}
@@ -33,7 +33,7 @@ func (b *redisBroker) LoadTopic(ctx context.Context, name string) (string, bool,
 	return def, true, nil
 }
 
-// LoadTopics implements Broker.
+// LoadTopics implements Broker, reading on the master (masterread.go).
 func (b *redisBroker) LoadTopics(ctx context.Context) (map[string]string, error) {
-	return b.rdb.HGetAll(ctx, b.keys.Topics()).Result()
+	return b.hashOnMaster(ctx, b.keys.Topics())
 }
