@@ -389,7 +389,7 @@ func (failControl) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (failControl) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); cmd.Name() == "hgetall" && len(args) > 1 && strings.HasSuffix(fmt.Sprint(args[1]), "}:control") {
+		if key, ok := hashRead(cmd); ok && strings.HasSuffix(key, "}:control") {
 			err := errors.New("control hash unreadable")
 			cmd.SetErr(err)
 			return err

@@ -67,14 +67,21 @@ func (s *shardSub) noteMoves(moved map[string]shardMoved, now time.Time) {
 	moves := s.moves
 	s.moves = nil
 	s.mu.Unlock()
+	if len(moves) == 0 {
+		return
+	}
+	// a resharding moves many hash slots at once: hash each channel once
+	bySlot := make(map[int][]string, len(s.channels))
+	for _, ch := range s.channels {
+		slot := keyslot.Of(ch)
+		bySlot[slot] = append(bySlot[slot], ch)
+	}
 	for _, m := range moves {
 		if m.addr == s.addr {
 			continue
 		}
-		for _, ch := range s.channels {
-			if keyslot.Of(ch) == m.slot {
-				moved[ch] = shardMoved{addr: m.addr, at: now}
-			}
+		for _, ch := range bySlot[m.slot] {
+			moved[ch] = shardMoved{addr: m.addr, at: now}
 		}
 	}
 }

@@ -40,15 +40,18 @@ func TestShardSubReadRecordsWhereMovedSends(t *testing.T) {
 // agrees or the MOVED is older than shardMovedTrust, and at once when a
 // subscription at that address fails.
 func TestShardMovesPlaceChannels(t *testing.T) {
-	chans := []string{"ns:{t:0}:wake", "ns:{t:1}:wake", "ns:{t:2}:wake"}
+	chans := []string{"ns:{t:0}:wake", "ns:{t:1}:wake", "ns:{t:2}:wake", "other:{t:1}:wake"} // two in one hash slot
 	s := &shardSub{addr: "a:1", channels: chans, kick: make(chan struct{}, 1), stop: func() {}}
 	s.movedTo(shardMove{slot: keyslot.Of(chans[1]), addr: "b:2"})
 	s.movedTo(shardMove{slot: keyslot.Of(chans[2]), addr: "a:1"}) // its own node: ignored
 	moved := make(map[string]shardMoved)
 	now := time.Now()
 	s.noteMoves(moved, now)
-	require.Equal(t, map[string]shardMoved{chans[1]: {addr: "b:2", at: now}}, moved)
+	require.Equal(t, map[string]shardMoved{chans[1]: {addr: "b:2", at: now}, chans[3]: {addr: "b:2", at: now}}, moved)
 	assert.Empty(t, s.moves, "taken")
+	s.noteMoves(moved, now.Add(time.Second))
+	assert.Len(t, moved, 2, "nothing new")
+	delete(moved, chans[3])
 
 	assert.Equal(t, "a:1", placeMoved(moved, chans[0], "a:1"), "not moved")
 	assert.Equal(t, "b:2", placeMoved(moved, chans[1], "a:1"), "the MOVED over a stale map")
