@@ -27,20 +27,13 @@ import (
 // coordinator's views, the dead letters) can reach a replica.
 func TestClusterClientReadingFromReplicas(t *testing.T) {
 	cluster := testenv.Cluster(t)
-	addrs := cluster.Redis.(*redis.ClusterClient).Options().Addrs
 	ctx := context.Background()
-	replicaReader := func() *redis.ClusterClient {
-		r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, RouteRandomly: true})
-		t.Cleanup(func() { r.Close() })
-		require.NoError(t, r.Ping(ctx).Err())
-		return r
-	}
-	first := replicaReader()
+	first := replicaReader(t, cluster)
 	ns := testenv.Namespace(t, cluster)
 	readsBefore := replicaReads(t, first)
 	rec := newRecorder()
 	var clients []*rmq.Client
-	for _, r := range []*redis.ClusterClient{first, replicaReader()} {
+	for _, r := range []*redis.ClusterClient{first, replicaReader(t, cluster)} {
 		c, err := rmq.New(r, rmq.WithNamespace(ns))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close(context.Background()) })
@@ -99,6 +92,66 @@ func TestClusterClientReadingFromReplicas(t *testing.T) {
 		}, 5*time.Second, 20*time.Millisecond, "topic %s drained", topic)
 	}
 	assert.Greater(t, replicaReads(t, first), readsBefore, "the clients read from replicas")
+}
+
+// Reads whose staleness would change what RMQ does go to the masters even
+// on a client that sends its reads to replicas, which lag by the
+// replication delay and, cut off from their master, for as long as that
+// lasts: a topic's definition (one just defined by another process must not
+// read as unknown), the flow controls (a pause must hold), the topics each
+// process consumes (DeleteTopic's refusal). While such a client makes each
+// of those reads, the replicas' HGET, HGETALL and ZRANGE calls do not grow;
+// a plain HGET of the same client reaches them.
+func TestClusterClientReadsWhatDecidesOnMasters(t *testing.T) {
+	cluster := testenv.Cluster(t)
+	ctx := context.Background()
+	r := replicaReader(t, cluster)
+	ns := testenv.Namespace(t, cluster)
+	owner, err := rmq.New(cluster.Redis, rmq.WithNamespace(ns))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = owner.Close(context.Background()) })
+	define(t, owner, "busy", 4, rmq.Priority)
+	define(t, owner, "paused", 4, rmq.FixedTime)
+	require.NoError(t, owner.PauseTopic(ctx, "paused"))
+	require.NoError(t, owner.Subscribe("busy", newRecorder()))
+	run(t, owner)
+	require.Eventually(t, func() bool {
+		ws, err := owner.Workers(ctx)
+		return err == nil && len(ws) == 1 && ws[0].Topics["busy"] > 0
+	}, 10*time.Second, 20*time.Millisecond, "the owner's presence")
+
+	deciding := replicaCalls(t, r, "hget", "hgetall", "zrange")
+	for range 20 {
+		c, err := rmq.New(r, rmq.WithNamespace(ns)) // a new process: no definition cached
+		require.NoError(t, err)
+		require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "busy", Content: []byte("m"), Priority: 100}))
+		require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: "paused", SlotAmount: 4, Type: rmq.FixedTime}),
+			"defined before: read back")
+		flows, err := c.FlowControls(ctx)
+		require.NoError(t, err)
+		require.True(t, flows["paused"].Paused)
+		topics, err := c.Topics(ctx)
+		require.NoError(t, err)
+		require.Len(t, topics, 2)
+		require.ErrorIs(t, c.DeleteTopic(ctx, "busy"), rmq.ErrTopicInUse)
+		require.NoError(t, c.Close(ctx))
+	}
+	assert.Equal(t, deciding, replicaCalls(t, r, "hget", "hgetall", "zrange"), "the replicas served HGET, HGETALL or ZRANGE")
+	for range 50 { // the same read, plain: this client sends it to replicas
+		require.ErrorIs(t, r.HGet(ctx, "{"+ns+"}:probe", "f").Err(), redis.Nil)
+	}
+	assert.Greater(t, replicaCalls(t, r, "hget", "hgetall", "zrange"), deciding, "the client read from replicas")
+}
+
+// replicaReader returns a client of cluster that sends its read-only
+// commands to replicas (RouteRandomly); it closes when t ends.
+func replicaReader(t *testing.T, cluster testenv.Backend) *redis.ClusterClient {
+	t.Helper()
+	addrs := cluster.Redis.(*redis.ClusterClient).Options().Addrs
+	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, RouteRandomly: true})
+	t.Cleanup(func() { r.Close() })
+	require.NoError(t, r.Ping(context.Background()).Err())
+	return r
 }
 
 // replicaReads sums the calls of read-only commands that RMQ makes outside
