@@ -9,7 +9,7 @@ import (
 // Controls returns every topic's stored flow control (topic → JSON), read
 // on the master (masterread.go).
 func (b *redisBroker) Controls(ctx context.Context) (map[string]string, error) {
-	return b.hashOnMaster(ctx, b.keys.Controls())
+	return hashOnMaster(ctx, b.rdb, b.keys.Controls())
 }
 
 // SetControl stores topic's flow control ("" deletes it) and announces the
@@ -72,5 +72,5 @@ func (b *redisBroker) DeleteTopic(ctx context.Context, topic string) error {
 // PresenceTopics returns the topics of each presence entry, read on the
 // master (masterread.go).
 func (b *redisBroker) PresenceTopics(ctx context.Context) (map[string]string, error) {
-	return b.hashOnMaster(ctx, b.keys.PresenceTopics())
+	return hashOnMaster(ctx, b.rdb, b.keys.PresenceTopics())
 }

@@ -136,9 +136,9 @@ func (c *coordination) Leave(ctx context.Context, id string) error {
 		id, k.CoordChannel()).Err()
 }
 
-// Workers implements Coordination.
+// Workers implements Coordination, reading on the master (masterread.go).
 func (c *coordination) Workers(ctx context.Context) (map[string]string, error) {
-	return c.rdb.HGetAll(ctx, c.keys.Workers()).Result()
+	return hashOnMaster(ctx, c.rdb, c.keys.Workers())
 }
 
 // Alive implements Coordination.
@@ -176,7 +176,8 @@ func (c *coordination) Assign(ctx context.Context, id string, assignments map[st
 	return assignScript.Run(ctx, c.rdb, keys, args...).Int64()
 }
 
-// Assignments implements Coordination.
+// Assignments implements Coordination, reading on the master (masterread.go;
+// one MGET, the keys sharing the namespace's hash tag).
 func (c *coordination) Assignments(ctx context.Context, topics []string) ([]string, error) {
 	if len(topics) == 0 {
 		return nil, nil
@@ -185,10 +186,12 @@ func (c *coordination) Assignments(ctx context.Context, topics []string) ([]stri
 	for i, t := range topics {
 		keys[i] = c.keys.Assignment(t)
 	}
-	vals, err := c.rdb.MGet(ctx, keys...).Result()
-	if err != nil {
+	p := NewRoutedPipeline(c.rdb)
+	read := p.On(ctx, keys[0]).MGet(ctx, keys...)
+	if err := p.Exec(ctx); err != nil {
 		return nil, err
 	}
+	vals := read.Val()
 	out := make([]string, len(vals))
 	for i, v := range vals {
 		out[i], _ = v.(string)

@@ -18,12 +18,12 @@ func (b *redisBroker) SaveTopic(ctx context.Context, name, def string) (string, 
 	if added {
 		return def, nil
 	}
-	return b.fieldOnMaster(ctx, key, name) // the winner's, written a moment ago maybe
+	return fieldOnMaster(ctx, b.rdb, key, name) // the winner's, written a moment ago maybe
 }
 
 // LoadTopic implements Broker, reading on the master (masterread.go).
 func (b *redisBroker) LoadTopic(ctx context.Context, name string) (string, bool, error) {
-	def, err := b.fieldOnMaster(ctx, b.keys.Topics(), name)
+	def, err := fieldOnMaster(ctx, b.rdb, b.keys.Topics(), name)
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
 	}
@@ -35,5 +35,5 @@ func (b *redisBroker) LoadTopic(ctx context.Context, name string) (string, bool,
 
 // LoadTopics implements Broker, reading on the master (masterread.go).
 func (b *redisBroker) LoadTopics(ctx context.Context) (map[string]string, error) {
-	return b.hashOnMaster(ctx, b.keys.Topics())
+	return hashOnMaster(ctx, b.rdb, b.keys.Topics())
 }
