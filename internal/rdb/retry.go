@@ -24,7 +24,7 @@ func retryable(err error) bool {
 	switch {
 	case err == nil, errors.Is(err, ErrClosed):
 		return false
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, errDialAside):
 		return true
 	}
 	var op *net.OpError
@@ -56,8 +56,12 @@ const maxDeadWrites = 8
 // reached Redis, as with a dead pooled connection, which go-redis discards
 // before use without counting a retry. Commands written earlier on the same
 // connection fail with it too and may have run; sent again, they store the
-// same entries, as every retry may.
+// same entries, as every retry may. A write that found its connection
+// failed and being dialled again aside (errDialAside) is one too.
 func deadWrite(err error) bool {
+	if errors.Is(err, errDialAside) {
+		return true
+	}
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "write" &&
 		(errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET))

@@ -135,8 +135,9 @@ func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {
 // then WAIT when the stream waits for replicas (done[i] then completes once
 // WAIT answered), then PUBLISH for each publication (each completes its
 // topic's pubOutcome),
-// on the current connection, dialling one if there is none. Every completer
-// is completed exactly once, whatever happens.
+// on the current connection, dialling one if there is none (aside, on a
+// stream that parks: writeConn). Every completer is completed exactly once,
+// whatever happens.
 //
 // A write that waits for replicas first waits until the previous one's WAIT
 // answered (within its timeout, or its connection's failure; at most a second
@@ -177,7 +178,7 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 		}
 	}
 	s.all = all[:0]
-	cn, err := s.current()
+	cn, err := s.writeConn()
 	if err != nil {
 		completeAll(all, err)
 		return
@@ -200,7 +201,7 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 	if cn.expect(all) != nil {
 		// The connection failed before anything of this write went out (the
 		// server closed it while idle): nothing ran, so a new one may carry it.
-		if cn, err = s.current(); err == nil {
+		if cn, err = s.writeConn(); err == nil {
 			err = cn.expect(all)
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -68,6 +69,44 @@ func (s *sendStream) dialAside() bool {
 		s.kick()
 	}()
 	return true
+}
+
+// errDialAside fails a write on a stream that parks whose connection failed
+// after park looked: nothing of it went out, the connection is being
+// dialled again aside, and the sender sends the requests again at once,
+// without spending a retry (deadWrite), so that they park behind the dial.
+var errDialAside = errors.New("rdb: connection lost; dialling again")
+
+// writeConn returns the connection a write goes on: current's on a stream
+// that does not park (a single node's). A stream that parks (a Cluster's,
+// whose one writer serves every master) never dials in the writer: a
+// connection that failed since park looked (a frozen master's read timeout,
+// say) is dialled again aside (dialAside) and the write fails with
+// errDialAside, or at once with the last dial's failure while its pause
+// holds, or ErrClosed.
+func (s *sendStream) writeConn() (*streamConn, error) {
+	if s.kick == nil {
+		return s.current()
+	}
+	s.mu.Lock()
+	cn := s.conn
+	ok := s.dialing == nil && !s.closed && cn != nil && cn.usable(time.Now())
+	s.mu.Unlock()
+	if ok {
+		return cn, nil
+	}
+	if s.dialAside() {
+		return nil, errDialAside
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, ErrClosed
+	case s.dialErr != nil:
+		return nil, s.dialErr
+	}
+	return nil, errDialAside
 }
 
 // awaitDial waits until a dial under way (dialAside) is over, or ctx ends.

@@ -60,3 +60,60 @@ func TestStreamPausesDialsAfterAFailure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b"}, members)
 }
+
+// A Cluster's stream (one that parks) never dials in the writer: when its
+// connection fails after park looked (a frozen master's read timeout), the
+// write returns at once, its requests failed with errDialAside (sent again
+// without spending a retry: deadWrite), and the connection is dialled again
+// aside; once that dial is over the writer is brought back and the next
+// write is stored.
+func TestParkingStreamDialsAsideWhenItsConnectionFailsAtTheWrite(t *testing.T) {
+	srv := miniredis.RunT(t)
+	hang := make(chan struct{})
+	var hanging atomic.Bool
+	s, _ := streamOn(t, &redis.Options{Addr: srv.Addr(), Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if hanging.Load() {
+			<-hang // a node that takes the connection and never answers
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}})
+	kicked := make(chan struct{}, 1)
+	s.kick = func() {
+		select {
+		case kicked <- struct{}{}:
+		default:
+		}
+	}
+	cn, err := s.current()
+	require.NoError(t, err)
+	hanging.Store(true)
+	released := time.AfterFunc(3*time.Second, func() { close(hang) }) // ends the test's hang either way
+	defer released.Stop()
+	cn.fail(errors.New("read timeout")) // after park found it usable
+
+	start := time.Now()
+	out := write(s, Entry{Key: "k", Score: 1, Member: []byte("a")})
+	took := time.Since(start)
+	err = out[0].wait(t, 5*time.Second)
+	assert.Less(t, took, 500*time.Millisecond, "the writer dialled the failed connection's node itself")
+	require.ErrorIs(t, err, errDialAside)
+	assert.True(t, retryable(err) && deadWrite(err), "sent again at once, no retry spent")
+	s.mu.Lock()
+	aside := s.dialing != nil
+	s.mu.Unlock()
+	assert.True(t, aside, "no dial aside under way")
+
+	if released.Stop() {
+		close(hang)
+	}
+	select {
+	case <-kicked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer was not brought back after the dial")
+	}
+	require.NoError(t, write(s, Entry{Key: "k", Score: 1, Member: []byte("b")})[0].wait(t, 5*time.Second))
+	members, err := srv.ZMembers("k")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b"}, members)
+}
