@@ -73,7 +73,7 @@ func TestBacklogCountsStatesAndTheOldestDueAge(t *testing.T) {
 		define(t, c, "fixed", 8, rmq.FixedTime)
 		var first time.Time // the earliest due time
 		for i := range 10 {
-			due := time.Now().Add(time.Duration(10+i*100) * time.Millisecond)
+			due := time.Now().Add(time.Duration(50+i*100) * time.Millisecond)
 			if i == 0 {
 				first = due
 			}
