@@ -73,8 +73,9 @@ func (s *sendStream) dialAside() bool {
 
 // errDialAside fails a write on a stream that parks whose connection failed
 // after park looked: nothing of it went out, the connection is being
-// dialled again aside, and the sender sends the requests again at once,
-// without spending a retry (deadWrite), so that they park behind the dial.
+// dialled again aside, and the sender sends the requests again after the
+// first retry's pause without spending a retry (deadWrite), so that they
+// park behind the dial.
 var errDialAside = errors.New("rdb: connection lost; dialling again")
 
 // writeConn returns the connection a write goes on: current's on a stream

@@ -98,7 +98,7 @@ func TestParkingStreamDialsAsideWhenItsConnectionFailsAtTheWrite(t *testing.T) {
 	err = out[0].wait(t, 5*time.Second)
 	assert.Less(t, took, 500*time.Millisecond, "the writer dialled the failed connection's node itself")
 	require.ErrorIs(t, err, errDialAside)
-	assert.True(t, retryable(err) && deadWrite(err), "sent again at once, no retry spent")
+	assert.True(t, retryable(err) && deadWrite(err), "sent again, no retry spent")
 	s.mu.Lock()
 	aside := s.dialing != nil
 	s.mu.Unlock()
