@@ -20,9 +20,8 @@ import (
 // again while also sending the redirected command to its new node: that
 // command runs twice, from two goroutines at once (a data race, and an
 // increment counted twice). Here each command's refusal is its own: one
-// redirected (it did not run) goes again on its own through the Cluster
-// client, which follows the redirection; any other error stays with its
-// command.
+// redirected (it did not run) goes again on its own to the master named
+// (routedfollow.go); any other error stays with its command.
 type RoutedPipeline struct {
 	client redis.UniversalClient
 	topo   *topology
@@ -30,7 +29,11 @@ type RoutedPipeline struct {
 	// the keys its slot map cannot place (go-redis then reports why on each).
 	one   redis.Pipeliner
 	pipes map[string]redis.Pipeliner // a Cluster's, by master address
+	nodes map[string]*redis.Client   // their masters' clients, by address
 	order []redis.Pipeliner
+	// away are clients of masters that a redirection named and the slot map
+	// did not; they close at the end of Exec.
+	away map[string]*redis.Client
 }
 
 // NewRoutedPipeline returns an empty RoutedPipeline of client.
@@ -60,6 +63,7 @@ func (p *RoutedPipeline) On(ctx context.Context, key string) redis.Pipeliner {
 // says the slot map may be stale (a dead master, CLUSTERDOWN, …) asks for
 // its reload (topology.failed). It empties the pipelines.
 func (p *RoutedPipeline) Exec(ctx context.Context) error {
+	defer p.closeAway()
 	done := make([][]redis.Cmder, len(p.order))
 	if len(p.order) == 1 {
 		done[0], _ = p.order[0].Exec(ctx)
@@ -80,7 +84,7 @@ func (p *RoutedPipeline) Exec(ctx context.Context) error {
 			}
 			if p.topo != nil && redirected(err) {
 				p.topo.failed(err)
-				err = p.client.Process(ctx, cmd)
+				err = p.follow(ctx, cmd, err)
 			}
 			if err == nil || errors.Is(err, redis.Nil) {
 				continue
@@ -103,9 +107,11 @@ func (p *RoutedPipeline) onNode(node *redis.Client) redis.Pipeliner {
 	if pipe == nil {
 		if p.pipes == nil {
 			p.pipes = make(map[string]redis.Pipeliner)
+			p.nodes = make(map[string]*redis.Client)
 		}
 		pipe = node.Pipeline()
 		p.pipes[addr] = pipe
+		p.nodes[addr] = node
 		p.order = append(p.order, pipe)
 	}
 	return pipe
