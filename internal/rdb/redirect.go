@@ -99,15 +99,22 @@ func runOnSlot(ctx context.Context, c redis.Scripter, script *redis.Script, keys
 // node announces no address (":port"), which the slot map's reload must then
 // resolve.
 func redirectOf(err error) (addr string, ask, ok bool) {
+	_, addr, ask, ok = redirectSlotOf(err)
+	return addr, ask, ok
+}
+
+// redirectSlotOf is redirectOf with the hash slot the reply names (as
+// written, unchecked).
+func redirectSlotOf(err error) (slot, addr string, ask, ok bool) {
 	msg, ask, ok := redirection(err)
 	if !ok {
-		return "", false, false
+		return "", "", false, false
 	}
 	f := strings.Fields(msg)
 	if len(f) != 3 || strings.HasPrefix(f[2], ":") || !strings.Contains(f[2], ":") {
-		return "", false, false
+		return "", "", false, false
 	}
-	return f[2], ask, true
+	return f[1], f[2], ask, true
 }
 
 // redirectTo records on e where err sends it next: the node a MOVED or ASK

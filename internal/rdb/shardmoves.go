@@ -2,7 +2,6 @@ package rdb
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rmq-go/rmq/internal/keyslot"
@@ -40,12 +39,11 @@ type shardMoved struct {
 // movedOf returns the hash slot and the address of a MOVED reply in err
 // (false for any other error, an ASK, or a node that announces no address).
 func movedOf(err error) (shardMove, bool) {
-	addr, ask, ok := redirectOf(err)
+	field, addr, ask, ok := redirectSlotOf(err)
 	if !ok || ask {
 		return shardMove{}, false
 	}
-	msg, _, _ := redirection(err)
-	slot, perr := strconv.Atoi(strings.Fields(msg)[1])
+	slot, perr := strconv.Atoi(field)
 	if perr != nil || slot < 0 || slot >= keyslot.Count {
 		return shardMove{}, false
 	}
