@@ -111,8 +111,9 @@ func TestClusterClientReadingFromReplicas(t *testing.T) {
 // replication delay and, cut off from their master, for as long as that
 // lasts: a topic's definition (one just defined by another process must not
 // read as unknown), the flow controls (a pause must hold), the topics each
-// process consumes (DeleteTopic's refusal). While such a client makes each
-// of those reads, the replicas serve none of RMQ's reads (replicaReads); a
+// process consumes (DeleteTopic's refusal). The reports go there too (the
+// dead letters, the breakers shared). While such a client makes each of
+// those reads, the replicas serve none of RMQ's reads (replicaReads); a
 // plain HGET of the same client reaches them.
 func TestClusterClientReadsWhatDecidesOnMasters(t *testing.T) {
 	cluster := testenv.Cluster(t)
@@ -146,6 +147,12 @@ func TestClusterClientReadsWhatDecidesOnMasters(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, topics, 2)
 		require.ErrorIs(t, c.DeleteTopic(ctx, "busy"), rmq.ErrTopicInUse)
+		dead, err := c.DeadMessages(ctx, "busy", 10)
+		require.NoError(t, err)
+		require.Empty(t, dead)
+		open, err := c.OpenBreakers(ctx, "busy")
+		require.NoError(t, err)
+		require.Empty(t, open)
 		require.NoError(t, c.Close(ctx))
 	}
 	assert.Equal(t, deciding, replicaReads(t, r), "RMQ's reads reached a replica")

@@ -30,12 +30,14 @@ func (b *redisBroker) Counts(ctx context.Context, slots []SlotKeys) ([]SlotCount
 	return out, nil
 }
 
-// Dead implements Broker.
+// Dead implements Broker, reading on the master (masterread.go).
 func (b *redisBroker) Dead(ctx context.Context, keys SlotKeys, limit int64) ([]DeadEntry, error) {
-	zs, err := b.rdb.ZRangeWithScores(ctx, keys.Dead, 0, limit-1).Result()
-	if err != nil {
+	p := NewRoutedPipeline(b.rdb)
+	read := p.On(ctx, keys.Dead).ZRangeWithScores(ctx, keys.Dead, 0, limit-1)
+	if err := p.Exec(ctx); err != nil {
 		return nil, err
 	}
+	zs := read.Val()
 	out := make([]DeadEntry, len(zs))
 	for i, z := range zs {
 		m, _ := z.Member.(string)

@@ -2,11 +2,8 @@ package rdb
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // BreakerShare is one process's breaker state of one topic, as it shares
@@ -43,11 +40,7 @@ func (b *redisBroker) ShareBreakers(ctx context.Context, process string, states 
 	return p.Exec(ctx)
 }
 
-// BreakerStates implements Broker.
+// BreakerStates implements Broker, reading on the master (masterread.go).
 func (b *redisBroker) BreakerStates(ctx context.Context, topic string) (map[string]string, error) {
-	m, err := b.rdb.HGetAll(ctx, b.keys.BreakerStates(topic)).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	return m, err
+	return hashOnMaster(ctx, b.rdb, b.keys.BreakerStates(topic))
 }

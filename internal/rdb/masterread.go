@@ -20,8 +20,9 @@ import (
 // hold a rebalance back until the next change). Hashes are read by a script
 // (lua/hashread.lua), which go-redis always sends to the master; other reads
 // by a routed pipeline on the master's own connections (RoutedPipeline). The
-// reads that only report (the dead letters, the breakers' shared state) may
-// come from a replica.
+// reads that only report go there too (the dead letters, the breakers'
+// shared state, the counts): while a slot migrates, the old master's replica
+// answers "no such key" for a key already moved.
 
 // hashOnMaster returns every field of the hash at key, read on its master.
 func hashOnMaster(ctx context.Context, rdb redis.Scripter, key string) (map[string]string, error) {
