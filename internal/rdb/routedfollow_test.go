@@ -25,9 +25,9 @@ func TestRoutedPipelineFollowsARedirectionToTheMaster(t *testing.T) {
 	t.Parallel() // a private Cluster of its own
 	ctx := context.Background()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
-	for _, addr := range cl.Addrs() {
-		waitReplicasListed(t, addr)
-	}
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, cl.WaitReplicasListed(waitCtx))
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), RouteRandomly: true})
 	t.Cleanup(func() { client.Close() })
 
@@ -91,28 +91,6 @@ func (h getCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (getCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
-}
-
-// waitReplicasListed waits until CLUSTER SLOTS, asked of the node at addr,
-// lists a replica beside each master: a node lists a replica only once it
-// has heard of its replication offset, and a Cluster client that loads its
-// slot map before then reads from masters alone.
-func waitReplicasListed(t *testing.T, addr string) {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	require.Eventually(t, func() bool {
-		slots, err := c.ClusterSlots(context.Background()).Result()
-		if err != nil {
-			return false
-		}
-		for _, s := range slots {
-			if len(s.Nodes) < 2 {
-				return false
-			}
-		}
-		return len(slots) > 0
-	}, 30*time.Second, 50*time.Millisecond, "every master's replica listed by %s", addr)
 }
 
 // waitReplicated waits until the replica of the master at addr has every

@@ -57,3 +57,43 @@ func probeKeyIn(m ClusterMaster) string {
 		}
 	}
 }
+
+// replicasListed checks that the node at addr lists a replica beside the
+// master of every slot range in its CLUSTER SLOTS. A node lists a replica
+// only once it has heard of the replica's replication offset, a gossip round
+// after the replica's first acknowledgement; a Cluster client that loads its
+// slot map from a node before then reads from the masters alone until its
+// next reload.
+func replicasListed(ctx context.Context, addr string) error {
+	_, err := nodeCommand(ctx, addr, func(ctx context.Context, rc *redis.Client) (string, error) {
+		ranges, err := rc.ClusterSlots(ctx).Result()
+		if err != nil {
+			return "", err
+		}
+		for _, r := range ranges {
+			if len(r.Nodes) < 2 {
+				return "", fmt.Errorf("hash slots %d-%d: no replica listed", r.Start, r.End)
+			}
+		}
+		return "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: CLUSTER SLOTS: %w", addr, err)
+	}
+	return nil
+}
+
+// WaitReplicasListed waits until every node lists a replica beside each
+// master in its CLUSTER SLOTS (about a second after StartCluster returns),
+// or ctx ends: from then on, a client that reads from replicas and loads
+// its slot map from any node sends reads to them.
+func (c *PrivateCluster) WaitReplicasListed(ctx context.Context) error {
+	return pollUntil(ctx, func(ctx context.Context) error {
+		for _, n := range c.nodes {
+			if err := replicasListed(ctx, n.Addr()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

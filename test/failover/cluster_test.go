@@ -52,6 +52,11 @@ func runClusterFailover(t *testing.T, c *testenv.PrivateCluster, coordinator boo
 	require.NoError(t, err)
 	nodeTimeout, err := c.Setting(ctx, "cluster-node-timeout")
 	require.NoError(t, err)
+	if v.replicaReads {
+		// A client that loads its slot map before the nodes list the
+		// replicas reads from the masters alone until its next reload.
+		require.NoError(t, c.WaitReplicasListed(ctx))
+	}
 	masterOf := func(key string) string {
 		slot := testenv.KeySlot(key)
 		for _, m := range masters {
