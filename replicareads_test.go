@@ -3,9 +3,6 @@ package rmq_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -163,11 +160,11 @@ func TestClusterClientReadsWhatDecidesOnMasters(t *testing.T) {
 // 50 HGETs reach them.
 func assertReadsReplicas(t *testing.T, r *redis.ClusterClient, ns string) {
 	t.Helper()
-	before := replicaCalls(t, r, "hget")
+	before := testenv.ReplicaCalls(t, r, "hget")
 	for range 50 {
 		require.ErrorIs(t, r.HGet(context.Background(), "{"+ns+"}:probe", "f").Err(), redis.Nil)
 	}
-	assert.Greater(t, replicaCalls(t, r, "hget"), before, "the client reads from replicas")
+	assert.Greater(t, testenv.ReplicaCalls(t, r, "hget"), before, "the client reads from replicas")
 }
 
 // replicaReader returns a client of cluster that sends its read-only
@@ -186,35 +183,5 @@ func replicaReader(t *testing.T, cluster testenv.Backend) *redis.ClusterClient {
 // replicas: only clients that read from replicas add to it.
 func replicaReads(t *testing.T, r *redis.ClusterClient) int64 {
 	t.Helper()
-	return replicaCalls(t, r, "hget", "hgetall", "mget", "zrange", "zcard", "exists", "get")
-}
-
-// replicaCalls sums the calls of commands cmds (lower case) over the
-// Cluster's replicas.
-func replicaCalls(t *testing.T, r *redis.ClusterClient, cmds ...string) int64 {
-	t.Helper()
-	var mu sync.Mutex
-	var sum int64
-	require.NoError(t, r.ForEachSlave(context.Background(), func(ctx context.Context, n *redis.Client) error {
-		info, err := n.Info(ctx, "commandstats").Result()
-		if err != nil {
-			return err
-		}
-		for line := range strings.Lines(info) {
-			for _, cmd := range cmds {
-				if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
-					calls, _, _ := strings.Cut(rest, ",")
-					n, err := strconv.ParseInt(calls, 10, 64)
-					if err != nil {
-						return err
-					}
-					mu.Lock()
-					sum += n
-					mu.Unlock()
-				}
-			}
-		}
-		return nil
-	}))
-	return sum
+	return testenv.ReplicaCalls(t, r, "hget", "hgetall", "mget", "zrange", "zcard", "exists", "get")
 }

@@ -2,8 +2,6 @@ package rdb
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,7 +57,7 @@ func TestRoutedPipelineFollowsARedirectionToTheMaster(t *testing.T) {
 	require.Equal(t, moveFrom.Addr, node.Options().Addr, "the client's slot map still names the old master")
 
 	require.Equal(t, int64(3), replicas.Load(), "the client's slot map lists the replicas")
-	before := replicaGets(t, client)
+	before := testenv.ReplicaCalls(t, client, "get")
 	var viaClient atomic.Int64
 	client.AddHook(getCounter{&viaClient})
 	for i := range 20 {
@@ -70,7 +68,7 @@ func TestRoutedPipelineFollowsARedirectionToTheMaster(t *testing.T) {
 		assert.Equal(t, asked+" value", a.Val(), "run %d", i)
 		assert.Equal(t, moved+" value", m.Val(), "run %d", i)
 	}
-	assert.Equal(t, before, replicaGets(t, client), "no replica served a GET")
+	assert.Equal(t, before, testenv.ReplicaCalls(t, client, "get"), "no replica served a GET")
 	assert.Zero(t, viaClient.Load(), "no redirected GET went through the Cluster client")
 }
 
@@ -102,28 +100,4 @@ func waitReplicated(t *testing.T, addr string) {
 	n, err := c.Wait(context.Background(), 1, 5000).Result()
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n, "the replica of %s acknowledged", addr)
-}
-
-// replicaGets sums the GET calls over the Cluster's replicas.
-func replicaGets(t *testing.T, client *redis.ClusterClient) int64 {
-	t.Helper()
-	var sum atomic.Int64
-	require.NoError(t, client.ForEachSlave(context.Background(), func(ctx context.Context, n *redis.Client) error {
-		info, err := n.Info(ctx, "commandstats").Result()
-		if err != nil {
-			return err
-		}
-		for line := range strings.Lines(info) {
-			if rest, ok := strings.CutPrefix(line, "cmdstat_get:calls="); ok {
-				calls, _, _ := strings.Cut(rest, ",")
-				v, err := strconv.ParseInt(calls, 10, 64)
-				if err != nil {
-					return err
-				}
-				sum.Add(v)
-			}
-		}
-		return nil
-	}))
-	return sum.Load()
 }

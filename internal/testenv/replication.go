@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -96,4 +99,37 @@ func (c *PrivateCluster) WaitReplicasListed(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// ReplicaCalls sums, over the replicas in c's slot map, the calls Redis
+// counted (INFO commandstats) of the commands cmds, in lower case. Only a
+// client that reads from replicas makes them; replication itself runs the
+// writes there, so count read-only commands. It fails t if a replica does
+// not answer.
+func ReplicaCalls(t testing.TB, c *redis.ClusterClient, cmds ...string) int64 {
+	t.Helper()
+	var sum atomic.Int64
+	err := c.ForEachSlave(context.Background(), func(ctx context.Context, n *redis.Client) error {
+		info, err := n.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		for line := range strings.Lines(info) {
+			for _, cmd := range cmds {
+				if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+					calls, _, _ := strings.Cut(rest, ",")
+					v, err := strconv.ParseInt(calls, 10, 64)
+					if err != nil {
+						return err
+					}
+					sum.Add(v)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("replicas' commandstats: %v", err)
+	}
+	return sum.Load()
 }
