@@ -7,7 +7,9 @@
 // unique (key|sequence). During the run workers join, stop gracefully
 // (SIGTERM → Client.Close), die by SIGKILL, and freeze with SIGSTOP past the
 // session timeout before SIGCONT. Events of one coordinator alone follow (for
-// ZooKeeper: its leader is killed mid-run and restarted).
+// ZooKeeper: its leader is killed mid-run and restarted). TestChurnPartition
+// cuts one worker off from its servers while it keeps running
+// (partition_test.go).
 //
 // The harness does not depend on the kind of coordinator: a worker process
 // builds its coordinator with the factory that churnCoordEnv names (see
@@ -81,6 +83,7 @@ const (
 	// ZooKeeper leader), and signals once the marker shows the call running,
 	// so the signal surely lands mid-call.
 	churnSlowTag     = "|slow-"
+	churnSlowOnce    = "-once" // ending a tag: slow on the first delivery only
 	churnSlowMark    = "slow-call"
 	churnSlowSleep   = 1500 * time.Millisecond
 	churnFreeze      = 7 * time.Second  // SIGSTOP → SIGCONT, past the session timeout

@@ -81,7 +81,7 @@ func (r *churnRun) analyse(sent []string, l churn.Log, feedEnd, stoppedAt int64)
 	}
 
 	// Every worker the coordinator should have used served slots; a thawed
-	// worker got slots again after SIGCONT.
+	// worker got slots again after SIGCONT, a cut-off one after the heal.
 	counts := churn.Count(l.Calls)
 	for _, w := range r.workers {
 		if counts.PerWorker[w.id].Processed == 0 {
@@ -89,7 +89,11 @@ func (r *churnRun) analyse(sent []string, l churn.Log, feedEnd, stoppedAt int64)
 		}
 	}
 	for _, ev := range r.events {
-		if id, ok := strings.CutPrefix(ev.Name, "thaw "); ok {
+		id, ok := strings.CutPrefix(ev.Name, "thaw ")
+		if !ok {
+			id, ok = strings.CutPrefix(ev.Name, "heal ")
+		}
+		if ok {
 			id, _, _ = strings.Cut(id, " ")
 			n := 0
 			for _, c := range l.Calls {
@@ -219,18 +223,19 @@ func (r *churnRun) report(sent []string, l churn.Log, counts churn.Counts, overl
 }
 
 // target compares a settle time with the kind's goal for the event (not an
-// assertion): its graceful goal after a join or a thaw (a thawed worker
+// assertion): its graceful goal after a join, a thaw or a heal (the worker
 // rejoins), that plus the slow listener the stopped worker had in hand after
 // a graceful stop (when the kind counts it apart), and the session or lease
-// timeout plus its crash margin after a crash or a freeze of a worker.
+// timeout plus its crash margin after a crash, a freeze or a partition of a
+// worker.
 func target(kind coordinatorKind, event string, settled time.Duration) string {
 	var goal time.Duration
 	switch {
-	case strings.HasPrefix(event, "join "), strings.HasPrefix(event, "thaw "):
+	case strings.HasPrefix(event, "join "), strings.HasPrefix(event, "thaw "), strings.HasPrefix(event, "heal "):
 		goal = kind.graceful
 	case strings.HasPrefix(event, "stop "):
 		goal = kind.graceful + kind.inHand
-	case strings.HasPrefix(event, "kill w"), strings.HasPrefix(event, "freeze "):
+	case strings.HasPrefix(event, "kill w"), strings.HasPrefix(event, "freeze "), strings.HasPrefix(event, "partition "):
 		goal = churnSession + kind.crashMargin
 	default:
 		return "-"

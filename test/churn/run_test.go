@@ -34,6 +34,9 @@ type churnRun struct {
 	t0         time.Time     // when the feed started
 	lookahead  time.Duration // the workers' WithLookahead
 
+	// env holds a worker's own environment, after the run's (a partitioned
+	// worker's servers: see partition_test.go).
+	env     map[string][]string
 	workers []*churnWorker
 	events  []*churnEvent
 	feed    churnFeed
@@ -291,15 +294,16 @@ func (r *churnRun) nameOfPID(pid int) string {
 func (r *churnRun) startWorker(id string) *churnWorker {
 	r.t.Helper()
 	w := &churnWorker{id: id, logPath: filepath.Join(r.dir, id+".jsonl"), launched: time.Now()}
-	w.Process = childproc.Start(r.t, "worker "+id, "TestChurnWorkerProcess", filepath.Join(r.dir, id+".stderr"),
-		churnWorkerEnv+"="+id,
-		churnCoordEnv+"="+r.kind.name,
-		churnRedisEnv+"="+string(r.deployment),
-		churnNSEnv+"="+r.ns,
-		churnLogEnv+"="+w.logPath,
-		churnThreadsEnv+"="+strconv.Itoa(churnThreads),
-		churnAheadEnv+"="+r.lookahead.String(),
-	)
+	env := append([]string{
+		churnWorkerEnv + "=" + id,
+		churnCoordEnv + "=" + r.kind.name,
+		churnRedisEnv + "=" + string(r.deployment),
+		churnNSEnv + "=" + r.ns,
+		churnLogEnv + "=" + w.logPath,
+		churnThreadsEnv + "=" + strconv.Itoa(churnThreads),
+		churnAheadEnv + "=" + r.lookahead.String(),
+	}, r.env[id]...)
+	w.Process = childproc.Start(r.t, "worker "+id, "TestChurnWorkerProcess", filepath.Join(r.dir, id+".stderr"), env...)
 	r.workers = append(r.workers, w)
 	return w
 }
