@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -70,11 +71,29 @@ func Single(t testing.TB) Backend {
 // Cluster returns the real Redis Cluster.
 func Cluster(t testing.TB) Backend {
 	t.Helper()
+	return ClusterVia(t, nil)
+}
+
+// ClusterVia is Cluster whose client dials the node at each key of via at
+// its value instead (a Partition's Addr): the client reaches that node only
+// through it, whatever address the slot map or a redirection names.
+func ClusterVia(t testing.TB, via map[string]string) Backend {
+	t.Helper()
 	addrs := os.Getenv("RMQ_CLUSTER_ADDRS")
 	if addrs == "" || testing.Short() {
 		Missing(t, "RMQ_CLUSTER_ADDRS")
 	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
+	o := &redis.ClusterOptions{Addrs: strings.Split(addrs, ",")}
+	if len(via) > 0 {
+		d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 5 * time.Minute} // go-redis's own dialer's settings
+		o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if to, ok := via[addr]; ok {
+				addr = to
+			}
+			return d.DialContext(ctx, network, addr)
+		}
+	}
+	c := redis.NewClusterClient(o)
 	ping(t, c)
 	t.Cleanup(func() { c.Close() })
 	return Backend{Name: "cluster", Redis: c}

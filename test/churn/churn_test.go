@@ -57,6 +57,7 @@ const (
 	churnLogEnv     = "RMQ_CHURN_LOG"         // path of the worker's call log
 	churnThreadsEnv = "RMQ_CHURN_THREADS"     // consumer threads
 	churnAheadEnv   = "RMQ_CHURN_LOOKAHEAD"   // WithLookahead of the subscription (a Go duration; unset: none)
+	churnViaEnv     = "RMQ_CHURN_VIA"         // "node=proxy": on the Cluster, dial that node through the proxy
 	// churnKeepEnv, when set in the parent's environment, names a directory
 	// where the logs are kept (one subdirectory per run) instead of a
 	// temporary one.

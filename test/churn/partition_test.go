@@ -1,11 +1,14 @@
 package churn_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rmq-go/rmq/internal/testenv"
 )
@@ -25,28 +28,45 @@ const (
 	churnCut  = 7 * time.Second
 )
 
-// TestChurnPartition cuts one of four workers off, first for churnBlip and
-// then for churnCut (past the lease or session timeout), each time while
-// one of its listener calls runs, and heals it: over the Redis coordinator,
-// the worker is cut off from Redis, which holds both its messages and its
-// coordinator; over ZooKeeper, it is cut off from the whole ensemble while
-// it still reaches Redis, so that only the fencing tokens keep its pops off
-// the slots the others took. Every message is processed, and no two owned
-// calls of one slot overlap.
+// TestChurnPartition cuts one of four workers off for churnCut (past the
+// lease or session timeout) while one of its listener calls runs, and heals
+// it; on the single Redis, a cut of churnBlip comes first. Over the Redis
+// coordinator, the worker is cut off from Redis, which holds both its
+// messages and its coordinator; on the Cluster, from the master of the
+// coordinator's keys alone, while it still reaches the other masters and its
+// slots there; over ZooKeeper, from the whole ensemble while it still
+// reaches Redis. In the last two, its pops could still reach its slots: its
+// leases end locally before the others take them, and the owner records
+// (fencing tokens) refuse any pop that comes later. Every message is
+// processed, and no two owned calls of one slot overlap.
 func TestChurnPartition(t *testing.T) {
 	t.Parallel()
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
-		testChurnPartition(t, redisKind, "Redis", func(r *churnRun) []*testenv.Partition {
+		testChurnPartitionOn(t, redisKind, singleRedis, "Redis", true, func(r *churnRun) []*testenv.Partition {
 			addr := os.Getenv("RMQ_REDIS_ADDR") // singleRedis: the run's backend checked it
 			p := testenv.StartPartition(t, addr)
 			r.env["w4"] = []string{churnRedisEnv + "=addr:" + p.Addr()}
 			return []*testenv.Partition{p}
 		})
 	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		testChurnPartitionOn(t, redisKind, clusterRedis, "the coordinator's master", false, func(r *churnRun) []*testenv.Partition {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			m, err := r.b.Redis.(*redis.ClusterClient).MasterForKey(ctx, "{"+r.ns+"}")
+			if err != nil {
+				t.Fatalf("the master of the coordinator's keys: %v", err)
+			}
+			p := testenv.StartPartition(t, m.Options().Addr)
+			r.env["w4"] = []string{churnViaEnv + "=" + m.Options().Addr + "=" + p.Addr()}
+			return []*testenv.Partition{p}
+		})
+	})
 	t.Run("zookeeper", func(t *testing.T) {
 		t.Parallel()
-		testChurnPartition(t, zookeeperKind, "ZooKeeper", func(r *churnRun) []*testenv.Partition {
+		testChurnPartitionOn(t, zookeeperKind, singleRedis, "ZooKeeper", false, func(r *churnRun) []*testenv.Partition {
 			var ps []*testenv.Partition
 			var addrs []string
 			for _, s := range testenv.ZooKeeper(t) {
@@ -59,17 +79,20 @@ func TestChurnPartition(t *testing.T) {
 	})
 }
 
-// testChurnPartition runs four workers, w4 through the proxies that route
-// makes, and cuts w4 off twice.
-func testChurnPartition(t *testing.T, kind coordinatorKind, from string,
+// testChurnPartitionOn runs four workers on deployment, w4 through the
+// proxies that route makes, and cuts w4 off for churnCut, after a cut of
+// churnBlip first if blip is set.
+func testChurnPartitionOn(t *testing.T, kind coordinatorKind, deployment churnDeployment, from string, blip bool,
 	route func(*churnRun) []*testenv.Partition) {
-	r := newChurnRun(t, kind, singleRedis)
+	r := newChurnRun(t, kind, deployment)
 	r.lookahead = churnLookahead
 	r.env = map[string][]string{}
 	ps := route(r)
 	r.startFeed()
 	r.begin("w1", "w2", "w3", "w4")
-	r.partition("w4", from, ps, churnBlip, false, 2*time.Second)
+	if blip {
+		r.partition("w4", from, ps, churnBlip, false, 2*time.Second)
+	}
 	r.partition("w4", from, ps, churnCut, true, 3*time.Second)
 	r.finish()
 }

@@ -3,6 +3,7 @@ package churn_test
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,9 @@ const (
 func (d churnDeployment) backend(t testing.TB) testenv.Backend {
 	switch {
 	case d == clusterRedis:
+		if from, to, ok := strings.Cut(os.Getenv(churnViaEnv), "="); ok {
+			return testenv.ClusterVia(t, map[string]string{from: to})
+		}
 		return testenv.Cluster(t)
 	case strings.HasPrefix(string(d), "addr:"):
 		c := redis.NewClient(&redis.Options{Addr: strings.TrimPrefix(string(d), "addr:")})
