@@ -84,6 +84,10 @@ func (c *Client) Start(ctx context.Context) error {
 	c.background.Go(func() { newWakeListener(c, subs, control).run(bgCtx) })
 
 	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout, Abandoned: c.abandoned}
+	if w := newReachWatch(c, subs); w != nil {
+		member.Declines = w.declines
+		c.background.Go(func() { w.run(bgCtx) })
+	}
 	quit := make(chan struct{})
 	var threads sync.WaitGroup
 	for _, s := range subs {

@@ -28,6 +28,10 @@ type Worker struct {
 	Leader        bool
 	Leaving       bool
 	LastHeartbeat time.Time // by the Redis clock
+	// Declined lists per topic the slots it cannot serve now: a Cluster
+	// master it alone has not reached for a few seconds serves them. The
+	// assignment moves them to workers that can, while any can.
+	Declined map[string][]int
 }
 
 // Workers lists the processes consuming the namespace now, sorted by id:
@@ -46,7 +50,7 @@ func (c *Client) Workers(ctx context.Context) ([]Worker, error) {
 	owned := make(map[string]map[string]int)
 	for _, m := range members {
 		w := Worker{ID: m.ID, Coordinator: "redis", Host: m.Host, PID: m.PID, Started: m.Started, Topics: m.Topics,
-			OwnedSlots: map[string]int{}, Leader: m.Leader, Leaving: m.Leaving, LastHeartbeat: m.LastHeartbeat}
+			OwnedSlots: map[string]int{}, Leader: m.Leader, Leaving: m.Leaving, LastHeartbeat: m.LastHeartbeat, Declined: m.Declined}
 		owned[m.ID] = w.OwnedSlots
 		out = append(out, w)
 	}

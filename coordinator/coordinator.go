@@ -35,6 +35,10 @@ type Member struct {
 	// every lease at once and Run returns promptly, without waiting for
 	// releases.
 	Abandoned <-chan struct{}
+	// Declines, when not nil, holds the slots this process cannot serve
+	// now, which a coordinator that honours it (DeclineHonourer) moves to
+	// processes that can, while any can.
+	Declines *Declines
 }
 
 // Kinded is implemented by coordinators that name their kind ("local",

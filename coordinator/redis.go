@@ -69,6 +69,11 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) *Redis {
 // Kind implements Kinded: "redis".
 func (r *Redis) Kind() string { return "redis" }
 
+// HonoursDeclines implements DeclineHonourer: the leader's assignment moves
+// a slot a worker declines to a worker that does not, once the decline has
+// stood for declineGrace (redisdecline.go).
+func (r *Redis) HonoursDeclines() bool { return true }
+
 // Check validates the configuration (Run does too).
 func (r *Redis) Check() error {
 	if r.client == nil {

@@ -22,6 +22,9 @@ type RedisMember struct {
 	Topics  map[string]int // topic → threads
 	Leader  bool
 	Leaving bool
+	// Declined lists per topic the slots it cannot serve now (their data out
+	// of its reach), which the assignment moves to others while any can.
+	Declined map[string][]int
 	// LastHeartbeat is when its membership was last renewed, by the Redis
 	// clock; Expires is when it lapses unless renewed again.
 	LastHeartbeat, Expires time.Time
@@ -59,7 +62,7 @@ func RedisMembers(ctx context.Context, client redis.UniversalClient, namespace s
 		m := RedisMember{ID: id, Expires: expires, Leader: id == leader.Val(), Topics: map[string]int{}}
 		var d redisWorker
 		if err := json.Unmarshal([]byte(descs.Val()[id]), &d); err == nil {
-			m.Host, m.PID, m.Leaving = d.Host, d.PID, d.Leaving
+			m.Host, m.PID, m.Leaving, m.Declined = d.Host, d.PID, d.Leaving, d.Declined
 			m.Started = time.UnixMilli(d.Started)
 			m.LastHeartbeat = expires.Add(-time.Duration(d.TTL) * time.Millisecond)
 			for t, spec := range d.Topics {

@@ -17,6 +17,9 @@ type redisWorker struct {
 	TTL     int64                     `json:"ttl"`     // lease TTL in ms
 	Leaving bool                      `json:"leaving,omitempty"`
 	Topics  map[string]redisTopicSpec `json:"topics"`
+	// Declined lists per topic the slots the worker cannot serve now
+	// (Member.Declines).
+	Declined map[string][]int `json:"declined,omitempty"`
 }
 
 // redisTopicSpec is one subscribed topic of a worker.
@@ -32,6 +35,16 @@ func (r *redisRun) describe(leaving bool) string {
 	w.Host, _ = os.Hostname()
 	for name, t := range r.topics {
 		w.Topics[name] = redisTopicSpec{Slots: t.SlotAmount, Threads: max(t.Threads, 1)}
+	}
+	if !leaving {
+		for topic, slots := range r.m.Declines.All() {
+			if _, ok := r.topics[topic]; ok && len(slots) > 0 {
+				if w.Declined == nil {
+					w.Declined = make(map[string][]int)
+				}
+				w.Declined[topic] = slots
+			}
+		}
 	}
 	b, _ := json.Marshal(w)
 	return string(b)
@@ -103,6 +116,7 @@ func (r *redisRun) lead(ctx context.Context, id string, version int64) error {
 	}
 	units := make(map[string][]WorkerThreads) // topic → workers' threads
 	slots := make(map[string]int)
+	declines := r.declines.begin()
 	for i, w := range ids {
 		var d redisWorker
 		if err := json.Unmarshal([]byte(descs[w]), &d); err != nil {
@@ -115,9 +129,11 @@ func (r *redisRun) lead(ctx context.Context, id string, version int64) error {
 			}
 			if alive[i] && !d.Leaving {
 				units[topic] = append(units[topic], WorkerThreads{Worker: w, Threads: spec.Threads})
+				declines.saw(w, topic, d.Declined[topic])
 			}
 		}
 	}
+	r.leadAgain = declines.end()
 	topics := slices.Sorted(func(yield func(string) bool) {
 		for t := range slots {
 			if !yield(t) {
@@ -136,7 +152,7 @@ func (r *redisRun) lead(ctx context.Context, id string, version int64) error {
 			r.log.Warn("rmq: redis coordinator: unreadable assignment; computing a new one", "topic", topic, "err", err)
 			prev = nil
 		}
-		next := Assign(slots[topic], units[topic], prev)
+		next := AssignAvoiding(slots[topic], units[topic], prev, declines.honoured(topic))
 		if enc := encodeAssignment(next); enc != stored[i] {
 			changed[topic] = enc
 		}

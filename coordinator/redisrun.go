@@ -31,8 +31,9 @@ type redisRun struct {
 	beat chan struct{} // capacity 1: "beat now"
 	done chan struct{} // closed when Run ends
 
-	assignDirty atomic.Bool // read the assignments again
-	leadDirty   atomic.Bool // the leader must recompute the assignments
+	assignDirty   atomic.Bool // read the assignments again
+	leadDirty     atomic.Bool // the leader must recompute the assignments
+	describeDirty atomic.Bool // write this worker's description again (its declines changed)
 
 	mu       sync.Mutex
 	id       string              // the current incarnation; "" before joining
@@ -51,6 +52,8 @@ type redisRun struct {
 	versionSeen int64
 	busy        bool // a handover is under way: look again soon
 	topics      map[string]*redisTopic
+	declines    declineBook // the leader's
+	leadAgain   time.Time   // when a decline seen ripens (zero: none waits)
 }
 
 // redisTopic is one subscribed topic in a run.
@@ -69,6 +72,8 @@ type redisHeld struct {
 	grant        *Grant
 	moving       bool      // revoked: release the record once the lease is released
 	drainBy      time.Time // when moving: take the slot away at this time
+	unreleased   int       // failed write-backs of the record, the lease over
+	retryAt      time.Time // when unreleased: write it back again from this time
 }
 
 func newRedisRun(co rdb.Coordination, cfg RedisConfig, log *slog.Logger, m Member, h Handler) *redisRun {
@@ -160,6 +165,8 @@ func (r *redisRun) run(ctx context.Context) error {
 			timer.Stop()
 			r.leave(background)
 			return nil
+		case <-r.m.Declines.Changed():
+			r.describeDirty.Store(true)
 		case <-r.kick:
 		case <-timer.C:
 		}
@@ -174,9 +181,14 @@ func (r *redisRun) nextLook() time.Duration {
 		d = min(d, handoverPoll)
 	}
 	now := time.Now()
+	if !r.leadAgain.IsZero() {
+		d = min(d, r.leadAgain.Sub(now))
+	}
 	for _, t := range r.topics {
 		for c := range t.eachHeld {
-			if c.moving {
+			if c.unreleased > 0 {
+				d = min(d, c.retryAt.Sub(now))
+			} else if c.moving {
 				d = min(d, c.drainBy.Sub(now))
 			}
 		}
@@ -211,7 +223,13 @@ func (r *redisRun) reconcile(ctx context.Context) error {
 		}
 		id, valid, last, _ = r.state()
 	}
-	if last.Leader == id && (r.leadDirty.Swap(false) || last.Version != r.versionSeen) {
+	if err := r.redescribe(ctx, id); err != nil {
+		return err
+	}
+	if last.Leader != id {
+		r.leadAgain = time.Time{} // ripening declines are the leader's to honour
+	}
+	if last.Leader == id && (r.leadDirty.Swap(false) || last.Version != r.versionSeen || r.leadDue()) {
 		if err := r.lead(ctx, id, last.Version); err != nil {
 			r.leadDirty.Store(true)
 			return err

@@ -2,10 +2,14 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rmq-go/rmq/internal/backoff"
+	"github.com/rmq-go/rmq/internal/rdb"
 )
 
 // holds returns the held slot's claim, nil if the slot is not held.
@@ -41,6 +45,11 @@ func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bo
 		want := t.wants(id, c.slot, c.thread) && !leaving
 		released := c.grant.IsReleased()
 		switch {
+		case c.unreleased > 0:
+			// Its lease ended here; only the record is left to write back.
+			if !now.Before(c.retryAt) {
+				done = append(done, c)
+			}
 		case released:
 			done = append(done, c)
 		case lapsed(c.grant.Lease()):
@@ -74,6 +83,34 @@ func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bo
 	return r.claim(ctx, t, id)
 }
 
+// errDeclinedSlot is why a record of a declined slot is not written back.
+var errDeclinedSlot = errors.New("its master is out of this worker's reach (declined)")
+
+// declined returns the slots of topic this worker declines now, nil if none.
+func (r *redisRun) declined(topic string) map[int]bool {
+	slots := r.m.Declines.All()[topic]
+	if len(slots) == 0 {
+		return nil
+	}
+	out := make(map[int]bool, len(slots))
+	for _, s := range slots {
+		out[s] = true
+	}
+	return out
+}
+
+// releaseFailed keeps c, whose lease ended here, to write its record back
+// later: a pause of 50 ms doubling to the heartbeat interval (and none
+// while the slot is declined, release).
+func (r *redisRun) releaseFailed(t *redisTopic, c *redisHeld, err error) {
+	c.unreleased++
+	c.retryAt = time.Now().Add(min(backoff.Redis.Delay(c.unreleased), r.interval()))
+	if c.unreleased == 1 || c.unreleased%20 == 0 && err != errDeclinedSlot {
+		r.log.Warn("rmq: redis coordinator: a slot's record could not be written back; its next owner takes it after its patience",
+			"topic", t.Topic, "slot", c.slot, "failures", c.unreleased, "err", err)
+	}
+}
+
 // lapsed reports whether l's deadline passed (without its being lost or
 // released).
 func lapsed(l *Lease) bool {
@@ -90,8 +127,25 @@ func (r *redisRun) isLeaving() bool {
 
 // release writes back the records of held slots whose leases were released
 // (their consumers stopped and settled) and announces it, so the next owner
-// claims at once. A record that is no longer ours is left alone.
+// claims at once. A record that is no longer ours is left alone. A record
+// that cannot be written back (its master out of reach) while others can
+// stays held here, its lease over, and is tried again later (retryAt); the
+// next owner takes it after its patience meanwhile (claim). A record of a
+// slot this worker declines (Member.Declines: its master out of reach) is
+// not tried until the decline ends, since a call into a partition waits out
+// the client's timeouts.
 func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld) error {
+	if declined := r.declined(t.Topic); declined != nil {
+		tryNow := done[:0:0]
+		for _, c := range done {
+			if declined[c.slot] {
+				r.releaseFailed(t, c, errDeclinedSlot)
+				continue
+			}
+			tryNow = append(tryNow, c)
+		}
+		done = tryNow
+	}
 	if len(done) == 0 {
 		return nil
 	}
@@ -100,11 +154,21 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 	for i, c := range done {
 		keys[i], records[i] = t.keys[c.slot], c.record
 	}
-	if err := r.co.Release(ctx, keys, records); err != nil {
+	var each *rdb.EachError
+	if err := r.co.Release(ctx, keys, records); err != nil && (!errors.As(err, &each) || len(each.Errs) != len(done)) {
 		return fmt.Errorf("rmq: redis coordinator: release slots of %s: %w", t.Topic, err)
 	}
-	for _, c := range done {
+	freed := 0
+	for i, c := range done {
+		if each != nil && each.Errs[i] != nil {
+			r.releaseFailed(t, c, each.Errs[i])
+			continue
+		}
 		t.held[c.slot] = nil
+		freed++
+	}
+	if freed == 0 {
+		return nil
 	}
 	if err := r.co.Announce(ctx, "free"); err != nil {
 		r.log.Warn("rmq: redis coordinator: announcing released slots failed; the next owner finds them at its next look", "err", err)

@@ -47,6 +47,9 @@ type Broker interface {
 	// every 200 ms), for a consumer that holds back the slots of a failing
 	// node; nothing on a single node.
 	RefreshTopology()
+	// PingNode pings the master serving the slot of keys and names it (as
+	// Node does): how a process finds a master it alone cannot reach.
+	PingNode(ctx context.Context, keys SlotKeys) (node string, err error)
 	// AnyWaiting reports whether any of slots holds a message in store,
 	// prepare or retry: the safety net of idle slots, in few commands.
 	AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, error)

@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,7 +39,9 @@ type Coordination interface {
 	// Claim takes each slot whose owner record is still the expected one;
 	// records[i] is the new record if claimed, else "".
 	Claim(ctx context.Context, id string, owners []string, expected []string) (records []string, err error)
-	// Release hands back each slot whose record is still records[i].
+	// Release hands back each slot whose record is still records[i]. When
+	// some fail (their master out of reach, say) and others went through,
+	// the error is an *EachError naming which.
 	Release(ctx context.Context, owners []string, records []string) error
 	// Announce publishes msg on the coordinator's channel.
 	Announce(ctx context.Context, msg string) error
@@ -239,10 +242,45 @@ func (c *coordination) Claim(ctx context.Context, id string, owners []string, ex
 
 // Release implements Coordination.
 func (c *coordination) Release(ctx context.Context, owners []string, records []string) error {
-	_, err := runEach(ctx, c.rdb, releaseScript, len(owners), func(i int) ([]string, []any) {
+	_, errs := runEachApart(ctx, c.rdb, releaseScript, len(owners), func(i int) ([]string, []any) {
 		return []string{owners[i]}, []any{records[i]}
 	})
-	return err
+	return eachError(errs)
+}
+
+// EachError is the error of a call on several keys of which some failed:
+// Errs[i] is the failure of the i-th, nil where it went through.
+type EachError struct {
+	Errs []error
+}
+
+// Error implements error: the first failure, and how many there were.
+func (e *EachError) Error() string {
+	n, first := 0, error(nil)
+	for _, err := range e.Errs {
+		if err != nil {
+			n++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return fmt.Sprintf("%d of %d failed, the first: %v", n, len(e.Errs), first)
+}
+
+// Unwrap returns the failures, for errors.Is and errors.As.
+func (e *EachError) Unwrap() []error {
+	return slices.DeleteFunc(slices.Clone(e.Errs), func(err error) bool { return err == nil })
+}
+
+// eachError returns nil if no call of errs failed, else an *EachError.
+func eachError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return &EachError{Errs: errs}
+		}
+	}
+	return nil
 }
 
 // Announce implements Coordination.
@@ -289,7 +327,21 @@ func (c *coordination) PresentWorkers(ctx context.Context) (map[string]time.Time
 // failover), it is loaded and the calls that failed go again.
 func runEach(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, n int,
 	args func(i int) ([]string, []any)) ([]any, error) {
+	out, errs := runEachApart(ctx, rdb, script, n, args)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// runEachApart is runEach, returning each call's failure apart (nil where
+// it went through).
+func runEachApart(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, n int,
+	args func(i int) ([]string, []any)) ([]any, []error) {
 	out := make([]any, n)
+	errs := make([]error, n)
 	todo := make([]int, n)
 	for i := range todo {
 		todo[i] = i
@@ -311,15 +363,18 @@ func runEach(ctx context.Context, rdb redis.UniversalClient, script *redis.Scrip
 			case redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0:
 				again = append(again, todo[j])
 			default: // Exec asked for a reload of the slot map if err says it is stale
-				return nil, err
+				errs[todo[j]] = err
 			}
 		}
 		if len(again) > 0 {
 			if err := script.Load(ctx, rdb).Err(); err != nil {
-				return nil, err
+				for _, i := range again {
+					errs[i] = err
+				}
+				break
 			}
 		}
 		todo = again
 	}
-	return out, nil
+	return out, errs
 }

@@ -1,0 +1,300 @@
+package coordinator
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"sync"
+)
+
+// Declines is what a process cannot serve now: per topic, the slots whose
+// data it cannot reach (a Cluster master cut off from it alone, say). The
+// process sets it; a coordinator that honours it (DeclineHonourer) tells
+// the group, and its assignment moves those slots to processes that do not
+// decline them, while any such process exists. Safe for concurrent use; the
+// zero value is not ready, use NewDeclines.
+type Declines struct {
+	mu      sync.Mutex
+	slots   map[string][]int
+	changed chan struct{} // capacity 1
+}
+
+// NewDeclines returns an empty Declines.
+func NewDeclines() *Declines {
+	return &Declines{slots: make(map[string][]int), changed: make(chan struct{}, 1)}
+}
+
+// Set replaces the slots of topic declined (nil or empty: none) and reports
+// whether that changed anything; a change is signalled on Changed.
+func (d *Declines) Set(topic string, slots []int) bool {
+	s := slices.Clone(slots)
+	slices.Sort(s)
+	s = slices.Compact(s)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if slices.Equal(d.slots[topic], s) {
+		return false
+	}
+	if len(s) == 0 {
+		delete(d.slots, topic)
+	} else {
+		d.slots[topic] = s
+	}
+	signal(d.changed)
+	return true
+}
+
+// All returns a copy of every topic's declined slots (nil on a nil
+// Declines).
+func (d *Declines) All() map[string][]int {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string][]int, len(d.slots))
+	for t, s := range d.slots {
+		out[t] = slices.Clone(s)
+	}
+	return out
+}
+
+// Changed receives a value after Set changed the declines (nil on a nil
+// Declines, which never changes).
+func (d *Declines) Changed() <-chan struct{} {
+	if d == nil {
+		return nil
+	}
+	return d.changed
+}
+
+// DeclineHonourer is implemented by coordinators whose assignment honours
+// Member.Declines. A process need not find out what it cannot reach for a
+// coordinator that would not use it.
+type DeclineHonourer interface {
+	HonoursDeclines() bool
+}
+
+// AssignAvoiding is Assign for workers that decline some slots (declined:
+// worker → the slots it cannot serve now). A declined slot neither stays
+// with nor goes to a worker that declines it, while some worker with
+// threads does not; a slot every such worker declines is assigned as if
+// nobody did. Shares are Assign's; a declined slot that only threads at
+// their share may take goes to its previous owner among them, else to the
+// one holding the fewest, and a thread left below its share takes slots it
+// accepts from threads above theirs. With no slot declined it is Assign.
+// Like Assign it is a pure function, and given its own result as prev it
+// returns that result again.
+func AssignAvoiding(slots int, workers []WorkerThreads, prev []Owner, declined map[string][]int) []Owner {
+	refused := effectiveDeclines(slots, workers, declined)
+	if len(refused) == 0 {
+		return Assign(slots, workers, prev)
+	}
+	out := prev
+	for range avoidRounds {
+		a := newAvoider(slots, workers, out, refused)
+		if a == nil {
+			return make([]Owner, slots)
+		}
+		next := a.assign()
+		if slices.Equal(next, out) {
+			break
+		}
+		out = next
+	}
+	return out
+}
+
+// avoidRounds bounds the rounds of AssignAvoiding: each takes the last
+// one's result as prev, until one changes nothing (the shares' ranks follow
+// what each thread holds, so a first round can leave a thread one slot
+// above a share that the next round ranks anew).
+const avoidRounds = 8
+
+// effectiveDeclines returns, per worker with threads, the set of slots it
+// declines that some other worker with threads accepts (nil if none).
+func effectiveDeclines(slots int, workers []WorkerThreads, declined map[string][]int) map[string]map[int]bool {
+	live := make(map[string]bool, len(workers))
+	for _, w := range workers {
+		if w.Worker != "" && w.Threads > 0 {
+			live[w.Worker] = true
+		}
+	}
+	decliners := make(map[int]int) // slot → how many live workers decline it
+	sets := make(map[string]map[int]bool)
+	for w, ss := range declined {
+		if !live[w] {
+			continue
+		}
+		set := make(map[int]bool, len(ss))
+		for _, s := range ss {
+			if s >= 0 && s < slots && !set[s] {
+				set[s] = true
+				decliners[s]++
+			}
+		}
+		sets[w] = set
+	}
+	var out map[string]map[int]bool
+	for w, set := range sets {
+		for s := range set {
+			if decliners[s] < len(live) {
+				if out == nil {
+					out = make(map[string]map[int]bool)
+				}
+				if out[w] == nil {
+					out[w] = make(map[int]bool)
+				}
+				out[w][s] = true
+			}
+		}
+	}
+	return out
+}
+
+// avoider is one run of AssignAvoiding.
+type avoider struct {
+	slots   int
+	units   []Owner
+	order   []int // units by rank: those holding the most first
+	share   []int
+	refused map[string]map[int]bool
+	prev    []Owner
+	index   map[Owner]int
+	out     []Owner
+	count   []int // slots held by each unit in out
+}
+
+func newAvoider(slots int, workers []WorkerThreads, prev []Owner, refused map[string]map[int]bool) *avoider {
+	threads := make(map[string]int, len(workers))
+	for _, w := range workers {
+		if w.Worker != "" {
+			threads[w.Worker] = max(threads[w.Worker], w.Threads)
+		}
+	}
+	a := &avoider{slots: slots, refused: refused, prev: prev, index: make(map[Owner]int), out: make([]Owner, slots)}
+	for _, w := range slices.Sorted(maps.Keys(threads)) {
+		for t := range threads[w] {
+			a.index[Owner{Worker: w, Thread: t}] = len(a.units)
+			a.units = append(a.units, Owner{Worker: w, Thread: t})
+		}
+	}
+	if len(a.units) == 0 || slots == 0 {
+		return nil
+	}
+	held := make([]int, len(a.units))
+	for s := range min(slots, len(prev)) {
+		if i, ok := a.index[prev[s]]; ok {
+			held[i]++
+		}
+	}
+	a.order = make([]int, len(a.units))
+	for i := range a.order {
+		a.order[i] = i
+	}
+	slices.SortStableFunc(a.order, func(x, y int) int { return cmp.Compare(held[y], held[x]) })
+	base, extra := slots/len(a.units), slots%len(a.units)
+	a.share = make([]int, len(a.units))
+	for rank, i := range a.order {
+		a.share[i] = base
+		if rank < extra {
+			a.share[i]++
+		}
+	}
+	a.count = make([]int, len(a.units))
+	return a
+}
+
+// refuses reports whether unit i may not hold slot s.
+func (a *avoider) refuses(i, s int) bool { return a.refused[a.units[i].Worker][s] }
+
+// constrained reports whether some worker refuses s.
+func (a *avoider) constrained(s int) bool {
+	for _, set := range a.refused {
+		if set[s] {
+			return true
+		}
+	}
+	return false
+}
+
+// slotOrder lists the slots refused by some worker first (they have fewer
+// places to go), each group in slot order.
+func (a *avoider) slotOrder() []int {
+	var first, rest []int
+	for s := range a.slots {
+		if a.constrained(s) {
+			first = append(first, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return append(first, rest...)
+}
+
+func (a *avoider) put(s, i int) {
+	a.out[s] = a.units[i]
+	a.count[i]++
+}
+
+func (a *avoider) assign() []Owner {
+	var free []int
+	for _, s := range a.slotOrder() {
+		if s < len(a.prev) {
+			if i, ok := a.index[a.prev[s]]; ok && a.count[i] < a.share[i] && !a.refuses(i, s) {
+				a.put(s, i)
+				continue
+			}
+		}
+		free = append(free, s)
+	}
+	for _, s := range free {
+		a.put(s, a.place(s))
+	}
+	a.rebalance()
+	return a.out
+}
+
+// place picks the unit for a free slot: the first by rank below its share
+// that accepts it; else, among those that accept it, its previous owner,
+// else the one holding the fewest.
+func (a *avoider) place(s int) int {
+	for _, i := range a.order {
+		if a.count[i] < a.share[i] && !a.refuses(i, s) {
+			return i
+		}
+	}
+	if s < len(a.prev) {
+		if i, ok := a.index[a.prev[s]]; ok && !a.refuses(i, s) {
+			return i
+		}
+	}
+	best := -1
+	for _, i := range a.order {
+		if !a.refuses(i, s) && (best < 0 || a.count[i] < a.count[best]) {
+			best = i
+		}
+	}
+	return best // some unit accepts s: effectiveDeclines keeps no slot refused by all
+}
+
+// rebalance moves slots from units above their share to units below theirs
+// that accept them, highest slots first, until no such move is left.
+func (a *avoider) rebalance() {
+	for _, low := range a.order {
+		for a.count[low] < a.share[low] {
+			moved := false
+			for s := a.slots - 1; s >= 0 && !moved; s-- {
+				from := a.index[a.out[s]]
+				if a.count[from] > a.share[from] && !a.refuses(low, s) {
+					a.count[from]--
+					a.put(s, low)
+					moved = true
+				}
+			}
+			if !moved {
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package rmq_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// A worker cut off from one Cluster master alone, its heartbeats still
+// reaching the coordinator's master, declines that master's slots: the
+// other worker serves them while the cut lasts, no two owned calls of a
+// slot overlap, nothing is lost, and once healed the worker serves that
+// master's slots again.
+func TestClusterWorkerCutOffFromOneMasterGivesUpItsSlots(t *testing.T) {
+	t.Parallel()
+	b := testenv.Cluster(t)
+	direct := b.Redis.(*redis.ClusterClient)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, b)
+	const slots = 32
+	masterOf := func(key string) string {
+		m, err := direct.MasterForKey(ctx, key)
+		require.NoError(t, err)
+		return m.Options().Addr
+	}
+	coordMaster := masterOf(ns + ":{" + ns + "}:members")
+	// Every master but the coordinator's goes through a proxy for worker a.
+	proxies := map[string]*testenv.Partition{}
+	via := map[string]string{}
+	nodeOf := make([]string, slots)
+	for i := range slots {
+		nodeOf[i] = masterOf(fmt.Sprintf("%s:{t:%d}:store", ns, i))
+		if _, ok := proxies[nodeOf[i]]; !ok && nodeOf[i] != coordMaster {
+			p := testenv.StartPartition(t, nodeOf[i])
+			proxies[nodeOf[i]], via[nodeOf[i]] = p, p.Addr()
+		}
+	}
+	require.NotEmpty(t, proxies, "every slot on the coordinator's master")
+	throughProxies := testenv.ClusterVia(t, via)
+
+	var busy [slots]atomic.Int32
+	var overlaps atomic.Int64
+	var mu sync.Mutex
+	processed := map[string]string{} // content → the worker that processed it
+	listener := func(worker string) rmq.MessageListener {
+		return rmq.ListenerFunc(func(ctx context.Context, m *rmq.Message) error {
+			if !rmq.Owned(ctx) {
+				return fmt.Errorf("slot %d not owned", m.Slot)
+			}
+			if busy[m.Slot].Add(1) > 1 {
+				overlaps.Add(1)
+			}
+			time.Sleep(time.Millisecond)
+			busy[m.Slot].Add(-1)
+			mu.Lock()
+			processed[string(m.Content)] = worker
+			mu.Unlock()
+			return nil
+		})
+	}
+	clients := map[string]*rmq.Client{}
+	for _, w := range []string{"a", "b"} {
+		r := b.Redis
+		if w == "a" {
+			r = throughProxies.Redis
+		}
+		co := coordinator.NewRedis(r, coordinator.RedisConfig{WorkerID: w, LeaseTTL: 2 * time.Second})
+		c, err := rmq.New(r, rmq.WithNamespace(ns), rmq.WithCoordinator(co), rmq.WithConsumeTimeout(2*time.Second))
+		require.NoError(t, err)
+		define(t, c, "t", slots, rmq.Priority)
+		require.NoError(t, c.Subscribe("t", listener(w), rmq.WithThreads(2)))
+		run(t, c)
+		clients[w] = c
+	}
+	held := func() map[string]int { // worker → slots it holds
+		out := map[string]int{}
+		owners, err := clients["b"].Owners(ctx, "t")
+		if err != nil {
+			return nil
+		}
+		for _, o := range owners {
+			if o.Holder != "" && o.Holder == o.Worker {
+				out[strings.SplitN(o.Holder, ".", 2)[0]+"@"+nodeOf[o.Slot]]++
+			}
+		}
+		return out
+	}
+	eventually(t, 15*time.Second, "both workers hold half the slots", func() bool {
+		h := held()
+		na, nb := 0, 0
+		for k, n := range h {
+			if strings.HasPrefix(k, "a@") {
+				na += n
+			} else {
+				nb += n
+			}
+		}
+		return na == slots/2 && nb == slots/2
+	})
+	// Cut a off from the proxied master where it holds the most slots.
+	h := held()
+	var cut string
+	for node := range proxies {
+		if cut == "" || h["a@"+node] > h["a@"+cut] {
+			cut = node
+		}
+	}
+	require.Positive(t, h["a@"+cut], "a holds no slot on a proxied master: %v", h)
+	behind := func(slot int) bool { return nodeOf[slot] == cut }
+
+	send := func(tag string, n int) []string {
+		var sent []string
+		for i := range n {
+			content := fmt.Sprintf("%s-%d", tag, i)
+			require.NoError(t, clients["b"].Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte(content), Priority: 20}))
+			sent = append(sent, content)
+		}
+		return sent
+	}
+	consumedBy := func(contents []string, slotFilter func(int) bool) (bool, map[string]int) {
+		mu.Lock()
+		defer mu.Unlock()
+		by := map[string]int{}
+		for _, c := range contents {
+			if slotFilter != nil && !slotFilter(rmq.SlotIndex([]byte(c), slots)) {
+				continue
+			}
+			w, ok := processed[c]
+			if !ok {
+				return false, nil
+			}
+			by[w]++
+		}
+		return true, by
+	}
+	before := send("before", 200)
+	eventually(t, 10*time.Second, "the messages sent before the cut consumed", func() bool { ok, _ := consumedBy(before, nil); return ok })
+
+	proxies[cut].Cut()
+	cutAt := time.Now()
+	during := send("during", 400)
+	eventually(t, 40*time.Second, "the messages sent during the cut consumed while it lasts", func() bool {
+		ok, _ := consumedBy(during, nil)
+		return ok
+	})
+	servedAfter := time.Since(cutAt)
+	_, by := consumedBy(during, behind)
+	t.Logf("%d slots of %d behind the cut; every message sent at the cut consumed %.1f s after it; those behind it by %v",
+		func() int {
+			n := 0
+			for s := range slots {
+				if behind(s) {
+					n++
+				}
+			}
+			return n
+		}(), slots, servedAfter.Seconds(), by)
+	assert.Zero(t, by["a"], "a processed messages of a master cut off from it")
+	assert.Positive(t, by["b"])
+	declined := func() map[string][]int { // worker → the slots of t it declines
+		ws, err := clients["b"].Workers(ctx)
+		require.NoError(t, err)
+		out := map[string][]int{}
+		for _, w := range ws {
+			out[strings.SplitN(w.ID, ".", 2)[0]] = w.Declined["t"]
+		}
+		return out
+	}
+	d := declined()
+	assert.Empty(t, d["b"])
+	require.NotEmpty(t, d["a"])
+	for _, s := range d["a"] {
+		assert.True(t, behind(s), "a declines slot %d, not behind the cut", s)
+	}
+	eventually(t, 10*time.Second, "a holds its share of the slots, none behind the cut", func() bool {
+		h := held()
+		n := 0
+		for k, v := range h {
+			if strings.HasPrefix(k, "a@") {
+				n += v
+			}
+		}
+		return h["a@"+cut] == 0 && n == slots/2
+	})
+	rebalanced := time.Since(cutAt)
+
+	proxies[cut].Heal()
+	healedAt := time.Now()
+	eventually(t, 10*time.Second, "a declines nothing after the heal", func() bool { return len(declined()["a"]) == 0 })
+	t.Logf("a held its share of the slots again, none behind the cut, %.1f s after the cut; it declined nothing %.1f s after the heal",
+		rebalanced.Seconds(), time.Since(healedAt).Seconds())
+	after := send("after", 200)
+	eventually(t, 10*time.Second, "the messages sent after the heal consumed", func() bool { ok, _ := consumedBy(after, nil); return ok })
+	assert.Zero(t, overlaps.Load(), "two owned listener calls of one slot overlapped")
+}

@@ -1,0 +1,149 @@
+package rmq
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/rdb"
+)
+
+// reachWatch finds the Cluster masters this process cannot reach and
+// declines the subscribed slots they serve (coordinator.Declines), so that a
+// coordinator that honours it moves them to processes that can: a process
+// cut off from one master alone no longer keeps that master's slots
+// unserved while its leases hold through the others. Each reachProbe it
+// pings every master that serves a subscribed slot, one PING in flight per
+// master at most (a ping into a partition hangs until the client's
+// timeouts); a master that has not answered for reachLost is out of reach,
+// and its next answer brings it back. A master down for every process is
+// declined by all of them, and then its slots move nowhere.
+type reachWatch struct {
+	c        *Client
+	subs     map[string]*subscription
+	declines *coordinator.Declines
+	answers  chan pingAnswer
+	lastOK   map[string]time.Time // master → its last answer (or when first pinged)
+	inFlight map[string]bool
+	lost     map[string]bool // the masters declined now
+}
+
+// pingAnswer is one PING's outcome.
+type pingAnswer struct {
+	node string // the master pinged, as named when sent
+	err  error
+}
+
+const (
+	reachProbe = time.Second     // how often every master is pinged
+	reachLost  = 3 * time.Second // how long without an answer makes a master out of reach
+)
+
+// newReachWatch returns the watch for subs, or nil when nothing would use
+// it: a single Redis, or a coordinator that does not honour declines.
+func newReachWatch(c *Client, subs map[string]*subscription) *reachWatch {
+	h, ok := c.cfg.coordinator.(coordinator.DeclineHonourer)
+	if !ok || !h.HonoursDeclines() || !c.multiNode {
+		return nil
+	}
+	return &reachWatch{c: c, subs: subs, declines: coordinator.NewDeclines(), answers: make(chan pingAnswer, 16),
+		lastOK: make(map[string]time.Time), inFlight: make(map[string]bool)}
+}
+
+// run probes until ctx ends. A PING still in flight then ends on its own,
+// by the client's timeouts, without being waited for: a partition must not
+// hold up Close.
+func (w *reachWatch) run(ctx context.Context) {
+	tick := time.NewTicker(reachProbe)
+	defer tick.Stop()
+	w.probe(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case a := <-w.answers:
+			w.answered(a)
+		case <-tick.C:
+			w.probe(ctx)
+		}
+	}
+}
+
+// answered records a PING's outcome.
+func (w *reachWatch) answered(a pingAnswer) {
+	delete(w.inFlight, a.node)
+	if a.err == nil {
+		w.lastOK[a.node] = time.Now()
+	}
+}
+
+// probe pings the masters of the subscribed slots that have no PING in
+// flight, and declines the slots of those out of reach.
+func (w *reachWatch) probe(ctx context.Context) {
+	now := time.Now()
+	nodes := make(map[string]rdb.SlotKeys)       // master → a slot it serves
+	slotsOf := make(map[string]map[string][]int) // master → topic → its slots
+	for _, s := range w.subs {
+		for i, keys := range s.topic.slots {
+			node := w.c.broker.Node(keys)
+			if node == "" {
+				continue // the slot map cannot be had now
+			}
+			if _, ok := nodes[node]; !ok {
+				nodes[node] = keys
+				slotsOf[node] = make(map[string][]int)
+			}
+			slotsOf[node][s.topic.Name] = append(slotsOf[node][s.topic.Name], i)
+		}
+	}
+	for node, keys := range nodes {
+		if _, seen := w.lastOK[node]; !seen {
+			w.lastOK[node] = now
+		}
+		if !w.inFlight[node] {
+			w.inFlight[node] = true
+			go func() {
+				pctx, cancel := context.WithTimeout(ctx, 2*reachLost)
+				defer cancel()
+				_, err := w.c.broker.PingNode(pctx, keys)
+				select {
+				case w.answers <- pingAnswer{node: node, err: err}:
+				case <-ctx.Done():
+				}
+			}()
+		}
+	}
+	lost := make(map[string]bool)
+	for node, last := range w.lastOK {
+		switch {
+		case len(nodes) > 0 && slotsOf[node] == nil && !w.inFlight[node]:
+			delete(w.lastOK, node) // serves no subscribed slot any longer
+		case slotsOf[node] != nil && now.Sub(last) >= reachLost:
+			lost[node] = true
+		}
+	}
+	changed := !maps.Equal(lost, w.lost)
+	w.lost = lost
+	if len(lost) == 0 && !changed {
+		return
+	}
+	declined := 0
+	for _, s := range w.subs {
+		var slots []int
+		for node := range lost {
+			slots = append(slots, slotsOf[node][s.topic.Name]...)
+		}
+		declined += len(slots)
+		w.declines.Set(s.topic.Name, slots)
+	}
+	if changed {
+		if len(lost) > 0 {
+			w.c.cfg.logger.Warn("rmq: Redis masters out of reach of this process; declining their slots",
+				"masters", slices.Sorted(maps.Keys(lost)), "slots", declined)
+		} else {
+			w.c.cfg.logger.Info("rmq: every Redis master within reach again; declining no slot")
+		}
+	}
+}
