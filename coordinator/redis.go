@@ -41,7 +41,7 @@ type RedisConfig struct {
 // Redis is the coordinator that needs nothing but the Redis holding the
 // messages, and the default of rmq.New. Workers register with a heartbeat
 // judged by the Redis clock; one of them leads (a lease in Redis) and
-// computes the assignment with Assign; each worker claims its slots by
+// computes the assignment with AssignAvoiding; each worker claims its slots by
 // writing the slot's owner record, which lives in the slot's hash tag beside
 // its messages and which every pop and settle checks atomically. A slot is
 // claimed only once its previous owner released it (having stopped and

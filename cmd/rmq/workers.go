@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -47,6 +48,10 @@ func setupWorkers(fs *flag.FlagSet) runFunc {
 			}
 			if w.Leaving {
 				flags = append(flags, "leaving")
+			}
+			for _, topic := range slices.Sorted(maps.Keys(w.Declined)) {
+				// Slots whose master this worker cannot reach (Worker.Declined).
+				flags = append(flags, "declines "+topic+":"+itoa(int64(len(w.Declined[topic]))))
 			}
 			beat := "-"
 			if !w.LastHeartbeat.IsZero() {
