@@ -151,8 +151,15 @@ const testTopic = "t"
 
 func startWorker(t *testing.T, b testenv.Backend, ns, name string, board *slotBoard, threads int, ttl time.Duration) *testWorker {
 	t.Helper()
+	return startDecliningWorker(t, b, ns, name, board, threads, ttl, nil)
+}
+
+// startDecliningWorker is startWorker with the worker's declines.
+func startDecliningWorker(t *testing.T, b testenv.Backend, ns, name string, board *slotBoard, threads int, ttl time.Duration,
+	declines *Declines) *testWorker {
+	t.Helper()
 	co := &flakyCoordination{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns))}
-	m := Member{Namespace: ns, DrainTimeout: 5 * time.Second,
+	m := Member{Namespace: ns, DrainTimeout: 5 * time.Second, Declines: declines,
 		Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: threads}}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("RMQ_DEBUG_LOG") != "" {

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -101,4 +102,38 @@ func (r *redisRun) redescribe(ctx context.Context, id string) error {
 		r.describeDirty.Store(true) // the membership expired: the next join describes
 	}
 	return nil
+}
+
+// gaveUp returns the owner records of topic that its live holders (those
+// true in alive) gave up (redisWorker.GaveUp), nil if none is live. A
+// holder lists a record only once the slot's lease ended there, and never
+// uses a listed record again: its slot stays held there until the record
+// is written back, which ends the record.
+func (r *redisRun) gaveUp(ctx context.Context, topic string, alive map[string]bool) (map[string]bool, error) {
+	live := false
+	for _, a := range alive {
+		live = live || a
+	}
+	if !live {
+		return nil, nil
+	}
+	if r.descs == nil { // once per reconcile
+		descs, err := r.co.Workers(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("rmq: redis coordinator: read workers: %w", err)
+		}
+		r.descs = descs
+	}
+	descs := r.descs
+	out := make(map[string]bool)
+	for w, a := range alive {
+		var d redisWorker
+		if !a || json.Unmarshal([]byte(descs[w]), &d) != nil {
+			continue
+		}
+		for _, rec := range d.GaveUp[topic] {
+			out[rec] = true
+		}
+	}
+	return out, nil
 }

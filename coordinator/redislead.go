@@ -20,6 +20,11 @@ type redisWorker struct {
 	// Declined lists per topic the slots the worker cannot serve now
 	// (Member.Declines).
 	Declined map[string][]int `json:"declined,omitempty"`
+	// GaveUp lists per topic the owner records of slots whose leases ended
+	// here but which could not be written back (their master out of reach):
+	// the worker never uses them again, so the next owner may claim over
+	// them at once.
+	GaveUp map[string][]string `json:"gaveUp,omitempty"`
 }
 
 // redisTopicSpec is one subscribed topic of a worker.
@@ -35,6 +40,16 @@ func (r *redisRun) describe(leaving bool) string {
 	w.Host, _ = os.Hostname()
 	for name, t := range r.topics {
 		w.Topics[name] = redisTopicSpec{Slots: t.SlotAmount, Threads: max(t.Threads, 1)}
+	}
+	for name, t := range r.topics {
+		for c := range t.eachHeld {
+			if c.unreleased > 0 {
+				if w.GaveUp == nil {
+					w.GaveUp = make(map[string][]string)
+				}
+				w.GaveUp[name] = append(w.GaveUp[name], c.record)
+			}
+		}
 	}
 	if !leaving {
 		for topic, slots := range r.m.Declines.All() {

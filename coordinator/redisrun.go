@@ -52,8 +52,9 @@ type redisRun struct {
 	versionSeen int64
 	busy        bool // a handover is under way: look again soon
 	topics      map[string]*redisTopic
-	declines    declineBook // the leader's
-	leadAgain   time.Time   // when a decline seen ripens (zero: none waits)
+	declines    declineBook       // the leader's
+	descs       map[string]string // the workers' descriptions, read once per reconcile (gaveUp)
+	leadAgain   time.Time         // when a decline seen ripens (zero: none waits)
 }
 
 // redisTopic is one subscribed topic in a run.
@@ -242,6 +243,7 @@ func (r *redisRun) reconcile(ctx context.Context) error {
 		}
 	}
 	r.busy = false
+	r.descs = nil
 	var first error
 	for _, t := range r.topics {
 		// A failure on one topic's slots (their Cluster master down) must

@@ -103,6 +103,10 @@ func (r *redisRun) declined(topic string) map[int]bool {
 // later: a pause of 50 ms doubling to the heartbeat interval (and none
 // while the slot is declined, release).
 func (r *redisRun) releaseFailed(t *redisTopic, c *redisHeld, err error) {
+	if c.unreleased == 0 {
+		r.describeDirty.Store(true) // the record is given up: say so (gaveUp)
+		r.poke()
+	}
 	c.unreleased++
 	c.retryAt = time.Now().Add(min(backoff.Redis.Delay(c.unreleased), r.interval()))
 	if c.unreleased == 1 || c.unreleased%20 == 0 && err != errDeclinedSlot {
@@ -164,6 +168,9 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 			r.releaseFailed(t, c, each.Errs[i])
 			continue
 		}
+		if c.unreleased > 0 {
+			r.describeDirty.Store(true) // no longer given up: written back
+		}
 		t.held[c.slot] = nil
 		freed++
 	}
@@ -177,8 +184,10 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 }
 
 // claim takes the slots assigned to this worker that it does not hold: those
-// whose record is free, ours already, or held by a worker whose membership
-// expired (which is final). A slot held by a live worker is left until that
+// whose record is free, ours already, held by a worker whose membership
+// expired (which is final), or given up by its live holder, whose lease ended
+// where it could not write the record back (gaveUp). A slot held by a live
+// worker is left until that
 // worker releases it, or, should the release be lost, until the patience
 // runs out: by then the holder has either released the slot or taken it away
 // from its consumer (the drain timeout), and a heartbeat has passed.
@@ -219,6 +228,10 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	if err != nil {
 		return err
 	}
+	gaveUp, err := r.gaveUp(ctx, t.Topic, alive)
+	if err != nil {
+		return err
+	}
 	patience := r.m.DrainTimeout + r.cfg.LeaseTTL + r.interval()
 	now := time.Now()
 	var claimKeys []string
@@ -229,7 +242,7 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 			continue
 		}
 		rec := records[i]
-		if h := holderOf(rec); h != "" && alive[h] {
+		if h := holderOf(rec); h != "" && alive[h] && !gaveUp[rec] {
 			since, ok := t.waiting[slot]
 			if !ok {
 				t.waiting[slot] = now
