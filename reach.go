@@ -28,6 +28,11 @@ type reachWatch struct {
 	lastOK   map[string]time.Time // master → its last answer (or when first pinged)
 	inFlight map[string]bool
 	lost     map[string]bool // the masters declined now
+	// The subscribed slots' masters, looked up again every reachRemap, or
+	// every probe while a master is out of reach.
+	nodes   map[string]rdb.SlotKeys     // master → a slot it serves
+	slotsOf map[string]map[string][]int // master → topic → its slots
+	mapped  time.Time
 }
 
 // pingAnswer is one PING's outcome.
@@ -37,8 +42,9 @@ type pingAnswer struct {
 }
 
 const (
-	reachProbe = time.Second     // how often every master is pinged
-	reachLost  = 3 * time.Second // how long without an answer makes a master out of reach
+	reachProbe = time.Second      // how often every master is pinged
+	reachLost  = 3 * time.Second  // how long without an answer makes a master out of reach
+	reachRemap = 10 * time.Second // how often the slots' masters are looked up while all answer
 )
 
 // newReachWatch returns the watch for subs, or nil when nothing would use
@@ -79,25 +85,33 @@ func (w *reachWatch) answered(a pingAnswer) {
 	}
 }
 
-// probe pings the masters of the subscribed slots that have no PING in
-// flight, and declines the slots of those out of reach.
-func (w *reachWatch) probe(ctx context.Context) {
-	now := time.Now()
-	nodes := make(map[string]rdb.SlotKeys)       // master → a slot it serves
-	slotsOf := make(map[string]map[string][]int) // master → topic → its slots
+// mapSlots looks up the master of every subscribed slot, by the client's
+// slot map (a few hundred ns a slot, hence not every probe).
+func (w *reachWatch) mapSlots(now time.Time) {
+	w.nodes, w.slotsOf, w.mapped = make(map[string]rdb.SlotKeys), make(map[string]map[string][]int), now
 	for _, s := range w.subs {
 		for i, keys := range s.topic.slots {
 			node := w.c.broker.Node(keys)
 			if node == "" {
 				continue // the slot map cannot be had now
 			}
-			if _, ok := nodes[node]; !ok {
-				nodes[node] = keys
-				slotsOf[node] = make(map[string][]int)
+			if _, ok := w.nodes[node]; !ok {
+				w.nodes[node] = keys
+				w.slotsOf[node] = make(map[string][]int)
 			}
-			slotsOf[node][s.topic.Name] = append(slotsOf[node][s.topic.Name], i)
+			w.slotsOf[node][s.topic.Name] = append(w.slotsOf[node][s.topic.Name], i)
 		}
 	}
+}
+
+// probe pings the masters of the subscribed slots that have no PING in
+// flight, and declines the slots of those out of reach.
+func (w *reachWatch) probe(ctx context.Context) {
+	now := time.Now()
+	if len(w.lost) > 0 || now.Sub(w.mapped) >= reachRemap {
+		w.mapSlots(now)
+	}
+	nodes, slotsOf := w.nodes, w.slotsOf
 	for node, keys := range nodes {
 		if _, seen := w.lastOK[node]; !seen {
 			w.lastOK[node] = now

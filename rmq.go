@@ -44,6 +44,9 @@ type Client struct {
 	// multiNode: the Redis is a Cluster, whose slots live on several nodes,
 	// so a thread does not wait long for one slot's node (cyclecall.go).
 	multiNode bool
+	// declines: the slots whose masters this process cannot reach (reach.go);
+	// nil unless a Cluster's coordinator honours declines.
+	declines *coordinator.Declines
 	topics    topicCache
 	producer  *Producer
 	waits     rdb.RetryWaits

@@ -225,7 +225,16 @@ func (t *thread) flush(hard context.Context, s *slotState) error {
 // settle sends a slot's pending outcomes, retrying Redis failures for a while.
 // Outcomes that cannot be sent stay in prepare and time out: their messages
 // are delivered again (duplicates, never a loss).
+//
+// A slot declined for its master being out of reach is not tried at all: a
+// call into a partition waits out the client's timeouts, five times over,
+// while the thread's other slots wait.
 func (t *thread) settle(hard context.Context, s *slotState) {
+	if len(s.pending) > 0 && t.sub.c.declines.Has(t.sub.topic.Name, s.lease.Slot()) {
+		t.sub.c.cfg.logger.Warn("rmq: outcomes not settled, the slot's master out of reach; their messages will be redelivered after the consume timeout",
+			"topic", t.sub.topic.Name, "slot", s.lease.Slot(), "messages", len(s.pending))
+		return
+	}
 	for attempt := 1; len(s.pending) > 0; attempt++ {
 		err := t.flush(hard, s)
 		if err == nil {

@@ -44,6 +44,17 @@ func (d *Declines) Set(topic string, slots []int) bool {
 	return true
 }
 
+// Has reports whether slot of topic is declined (false on a nil Declines).
+func (d *Declines) Has(topic string, slot int) bool {
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, found := slices.BinarySearch(d.slots[topic], slot)
+	return found
+}
+
 // All returns a copy of every topic's declined slots (nil on a nil
 // Declines).
 func (d *Declines) All() map[string][]int {

@@ -100,8 +100,10 @@ func (r *redisRun) declined(topic string) map[int]bool {
 }
 
 // releaseFailed keeps c, whose lease ended here, to write its record back
-// later: a pause of 50 ms doubling to the heartbeat interval (and none
-// while the slot is declined, release).
+// later (after a pause of 50 ms doubling to the heartbeat interval; a
+// declined slot's is not tried until the decline ends, release), and lists
+// the record as given up, so that the next owner claims over it at once
+// (gaveUp).
 func (r *redisRun) releaseFailed(t *redisTopic, c *redisHeld, err error) {
 	if c.unreleased == 0 {
 		r.describeDirty.Store(true) // the record is given up: say so (gaveUp)
@@ -110,7 +112,7 @@ func (r *redisRun) releaseFailed(t *redisTopic, c *redisHeld, err error) {
 	c.unreleased++
 	c.retryAt = time.Now().Add(min(backoff.Redis.Delay(c.unreleased), r.interval()))
 	if c.unreleased == 1 || c.unreleased%20 == 0 && err != errDeclinedSlot {
-		r.log.Warn("rmq: redis coordinator: a slot's record could not be written back; its next owner takes it after its patience",
+		r.log.Warn("rmq: redis coordinator: a slot's record could not be written back; given up to its next owner",
 			"topic", t.Topic, "slot", c.slot, "failures", c.unreleased, "err", err)
 	}
 }
