@@ -47,10 +47,10 @@ type Client struct {
 	// declines: the slots whose masters this process cannot reach (reach.go);
 	// nil unless a Cluster's coordinator honours declines.
 	declines *coordinator.Declines
-	topics    topicCache
-	producer  *Producer
-	waits     rdb.RetryWaits
-	counters  counters
+	topics   topicCache
+	producer *Producer
+	waits    rdb.RetryWaits
+	counters counters
 
 	mu     sync.Mutex
 	state  clientState
