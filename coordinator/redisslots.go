@@ -86,19 +86,6 @@ func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bo
 // errDeclinedSlot is why a record of a declined slot is not written back.
 var errDeclinedSlot = errors.New("its master is out of this worker's reach (declined)")
 
-// declined returns the slots of topic this worker declines now, nil if none.
-func (r *redisRun) declined(topic string) map[int]bool {
-	slots := r.m.Declines.All()[topic]
-	if len(slots) == 0 {
-		return nil
-	}
-	out := make(map[int]bool, len(slots))
-	for _, s := range slots {
-		out[s] = true
-	}
-	return out
-}
-
 // releaseFailed keeps c, whose lease ended here, to write its record back
 // later (after a pause of 50 ms doubling to the heartbeat interval; a
 // declined slot's is not tried until the decline ends, release), and lists
@@ -141,17 +128,15 @@ func (r *redisRun) isLeaving() bool {
 // not tried until the decline ends, since a call into a partition waits out
 // the client's timeouts.
 func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld) error {
-	if declined := r.declined(t.Topic); declined != nil {
-		tryNow := done[:0:0]
-		for _, c := range done {
-			if declined[c.slot] {
-				r.releaseFailed(t, c, errDeclinedSlot)
-				continue
-			}
-			tryNow = append(tryNow, c)
+	tryNow := done[:0] // in place: the callers do not read done again
+	for _, c := range done {
+		if r.m.Declines.Has(t.Topic, c.slot) {
+			r.releaseFailed(t, c, errDeclinedSlot)
+			continue
 		}
-		done = tryNow
+		tryNow = append(tryNow, c)
 	}
+	done = tryNow
 	if len(done) == 0 {
 		return nil
 	}
