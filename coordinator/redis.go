@@ -71,7 +71,7 @@ func (r *Redis) Kind() string { return "redis" }
 
 // HonoursDeclines implements DeclineHonourer: the leader's assignment moves
 // a slot a worker declines to a worker that does not, once the decline has
-// stood for declineGrace (redisdecline.go).
+// stood for two seconds (declinebook.Grace).
 func (r *Redis) HonoursDeclines() bool { return true }
 
 // Check validates the configuration (Run does too).

@@ -6,11 +6,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/rmq-go/rmq/coordinator/internal/declinebook"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 // A worker declining four slots hands them to the other worker once the
-// decline has stood declineGrace, takes four of the other's in their place,
+// decline has stood declinebook.Grace, takes four of the other's in their place,
 // and gives up their records without writing them back (their master out of
 // its reach): the new owner claims them well within its patience (the drain
 // timeout of 5 s + LeaseTTL + a heartbeat). A slot both decline stays put.
@@ -47,12 +48,12 @@ func TestRedisCoordinatorMovesDeclinedSlots(t *testing.T) {
 			return holds("b", mine) && board.count("a") == 8 && board.count("b") == 8
 		})
 		t.Logf("declined slots served by the other worker %v after the decline", took)
-		assert.GreaterOrEqual(t, took, declineGrace, "a decline honoured before its grace")
-		assert.Less(t, took, declineGrace+3*time.Second, "the new owner waited out its patience: the given-up records were not seen")
+		assert.GreaterOrEqual(t, took, declinebook.Grace, "a decline honoured before its grace")
+		assert.Less(t, took, declinebook.Grace+3*time.Second, "the new owner waited out its patience: the given-up records were not seen")
 
 		// Both decline one slot: it stays where it is.
 		db.Set(testTopic, mine[:1])
-		time.Sleep(declineGrace + time.Second)
+		time.Sleep(declinebook.Grace + time.Second)
 		assert.True(t, holds("b", mine[:1]), "a slot both workers decline moved")
 
 		da.Set(testTopic, nil)

@@ -131,7 +131,7 @@ func (r *redisRun) lead(ctx context.Context, id string, version int64) error {
 	}
 	units := make(map[string][]WorkerThreads) // topic → workers' threads
 	slots := make(map[string]int)
-	declines := r.declines.begin()
+	declines := r.declines.Begin()
 	for i, w := range ids {
 		var d redisWorker
 		if err := json.Unmarshal([]byte(descs[w]), &d); err != nil {
@@ -144,11 +144,11 @@ func (r *redisRun) lead(ctx context.Context, id string, version int64) error {
 			}
 			if alive[i] && !d.Leaving {
 				units[topic] = append(units[topic], WorkerThreads{Worker: w, Threads: spec.Threads})
-				declines.saw(w, topic, d.Declined[topic])
+				declines.Saw(w, topic, d.Declined[topic])
 			}
 		}
 	}
-	r.leadAgain = declines.end()
+	r.leadAgain = declines.End()
 	topics := slices.Sorted(func(yield func(string) bool) {
 		for t := range slots {
 			if !yield(t) {
@@ -167,7 +167,7 @@ func (r *redisRun) lead(ctx context.Context, id string, version int64) error {
 			r.log.Warn("rmq: redis coordinator: unreadable assignment; computing a new one", "topic", topic, "err", err)
 			prev = nil
 		}
-		next := AssignAvoiding(slots[topic], units[topic], prev, declines.honoured(topic))
+		next := AssignAvoiding(slots[topic], units[topic], prev, declines.Honoured(topic))
 		if enc := encodeAssignment(next); enc != stored[i] {
 			changed[topic] = enc
 		}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmq-go/rmq/coordinator/internal/declinebook"
 	"github.com/rmq-go/rmq/internal/backoff"
 	"github.com/rmq-go/rmq/internal/rdb"
 )
@@ -52,7 +53,7 @@ type redisRun struct {
 	versionSeen int64
 	busy        bool // a handover is under way: look again soon
 	topics      map[string]*redisTopic
-	declines    declineBook       // the leader's
+	declines    declinebook.Book  // the leader's
 	descs       map[string]string // the workers' descriptions, read once per reconcile (gaveUp)
 	leadAgain   time.Time         // when a decline seen ripens (zero: none waits)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -49,10 +48,7 @@ func setupWorkers(fs *flag.FlagSet) runFunc {
 			if w.Leaving {
 				flags = append(flags, "leaving")
 			}
-			for _, topic := range slices.Sorted(maps.Keys(w.Declined)) {
-				// Slots whose master this worker cannot reach (Worker.Declined).
-				flags = append(flags, "declines "+topic+":"+itoa(int64(len(w.Declined[topic]))))
-			}
+			flags = append(flags, declineFlags(w.Declined)...)
 			beat := "-"
 			if !w.LastHeartbeat.IsZero() {
 				beat = now.Sub(w.LastHeartbeat).Round(10*time.Millisecond).String() + " ago"

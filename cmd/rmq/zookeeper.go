@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -74,15 +76,26 @@ func zkWorkers(ctx context.Context, e *env, zf *zkFlags, namespace string) error
 	}
 	rows := make([][]string, len(ws))
 	for i, w := range ws {
-		role := ""
+		var flags []string
 		if w.Leader {
-			role = "leader"
+			flags = append(flags, "leader")
 		}
-		rows[i] = []string{w.ID, w.Host, itoa(int64(w.PID)), topicThreads(w.Topics), formatTime(w.Started), role}
+		flags = append(flags, declineFlags(w.Declined)...)
+		rows[i] = []string{w.ID, w.Host, itoa(int64(w.PID)), topicThreads(w.Topics), formatTime(w.Started), strings.Join(flags, ",")}
 	}
 	e.out.printf("namespace %q: coordinator zookeeper, %d workers\n", namespace, len(ws))
 	e.out.table([]string{"WORKER", "HOST", "PID", "TOPICS (THREADS)", "STARTED", "ROLE"}, rows)
 	return nil
+}
+
+// declineFlags formats a worker's declines as "declines topic:N" flags,
+// sorted by topic: N slots of the topic whose Cluster master it cannot reach.
+func declineFlags(declined map[string][]int) []string {
+	var out []string
+	for _, topic := range slices.Sorted(maps.Keys(declined)) {
+		out = append(out, "declines "+topic+":"+itoa(int64(len(declined[topic]))))
+	}
+	return out
 }
 
 // topicThreads formats "topic(threads)" pairs, sorted by topic.

@@ -22,6 +22,10 @@ type WorkerInfo struct {
 	Topics  map[string]int // topic → threads
 	Started time.Time
 	Leader  bool
+	// Declined lists per topic the slots the worker cannot serve now
+	// (coordinator.Member.Declines): the assignment moves them to workers
+	// that can, while any can.
+	Declined map[string][]int
 }
 
 // Workers lists the live workers of namespace, sorted by id.
@@ -61,7 +65,7 @@ func (z *Coordinator) Workers(ctx context.Context, namespace string) ([]WorkerIn
 				return fmt.Errorf("worker %s: %w", id, err)
 			}
 			out = append(out, WorkerInfo{ID: id, Host: w.Host, PID: w.PID, Topics: w.Topics,
-				Started: time.UnixMilli(w.Started), Leader: id == leaderID})
+				Started: time.UnixMilli(w.Started), Leader: id == leaderID, Declined: w.Declines})
 		}
 		return nil
 	})

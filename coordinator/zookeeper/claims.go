@@ -204,6 +204,9 @@ func (r *membership) nextDeadline() time.Duration {
 		d = min(d, fastPoll)
 	}
 	now := time.Now()
+	if r.leader && !r.leadAt.IsZero() {
+		d = min(d, r.leadAt.Sub(now))
+	}
 	for _, t := range r.topics {
 		for _, c := range t.held {
 			if c.moving {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/coordinator/internal/declinebook"
 )
 
 // changed reports whether the node at path was modified since the last look
@@ -45,21 +47,26 @@ func (r *membership) elect() error {
 	leader := electionLeader(children) == r.election
 	if leader != r.leader {
 		r.leader, r.dirty = leader, true
+		r.book, r.leadAt = declinebook.Book{}, time.Time{} // declines are timed afresh by each leadership
 		r.log.Info("rmq: leadership", "leader", leader)
 	}
 	return nil
 }
 
 // lead recomputes and writes the assignment of every topic any worker
-// subscribes, when membership changed since the last time.
+// subscribes, when membership or a worker's declines changed since the last
+// time, or a decline seen then has stood long enough to be honoured.
 func (r *membership) lead() error {
 	conn := r.sess.conn
-	ch, err := r.changed(r.paths.workers(), true)
+	ch, err := r.workersChanged()
 	if err != nil {
 		return err
 	}
-	if !ch && !r.dirty {
+	if !ch && !r.dirty && !r.leadDue() {
 		return nil
+	}
+	if ch {
+		clear(r.workers) // read every node again: one may have changed
 	}
 	r.dirty = true // until the assignments are written
 	ids, _, err := conn.Children(r.paths.workers())
@@ -68,6 +75,7 @@ func (r *membership) lead() error {
 	}
 	byTopic := map[string][]coordinator.WorkerThreads{}
 	alive := map[string]bool{}
+	book := r.book.Begin()
 	for _, id := range ids {
 		alive[id] = true
 		w, ok := r.workers[id]
@@ -87,15 +95,17 @@ func (r *membership) lead() error {
 		}
 		for topic, threads := range w.Topics {
 			byTopic[topic] = append(byTopic[topic], coordinator.WorkerThreads{Worker: id, Threads: threads})
+			book.Saw(id, topic, w.Declines[topic])
 		}
 	}
+	r.leadAt = book.End()
 	for id := range r.workers {
 		if !alive[id] {
 			delete(r.workers, id)
 		}
 	}
 	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
-		if err := r.assignTopic(topic, byTopic[topic]); err != nil {
+		if err := r.assignTopic(topic, byTopic[topic], book.Honoured(topic)); err != nil {
 			return err
 		}
 	}
@@ -103,10 +113,11 @@ func (r *membership) lead() error {
 	return nil
 }
 
-// assignTopic writes the assignment of one topic if it changed. A concurrent
+// assignTopic writes the assignment of one topic if it changed, honouring
+// the declines given (worker → slots). A concurrent
 // write by another (outgoing) leader fails the version check, and the next
 // round recomputes.
-func (r *membership) assignTopic(topic string, workers []coordinator.WorkerThreads) error {
+func (r *membership) assignTopic(topic string, workers []coordinator.WorkerThreads, declined map[string][]int) error {
 	conn := r.sess.conn
 	slots, ok := r.slotsOf[topic]
 	if !ok {
@@ -136,7 +147,7 @@ func (r *membership) assignTopic(topic string, workers []coordinator.WorkerThrea
 		_ = json.Unmarshal(data, &prev) // unreadable: start afresh
 	}
 	prevOwners := prev.owners()
-	next := coordinator.Assign(slots, workers, prevOwners)
+	next := coordinator.AssignAvoiding(slots, workers, prevOwners, declined)
 	if slices.Equal(next, prevOwners) {
 		return nil
 	}

@@ -44,6 +44,10 @@ type workerNode struct {
 	PID     int            `json:"pid"`
 	Topics  map[string]int `json:"topics"`  // topic → threads
 	Started int64          `json:"started"` // Unix ms
+	// Declines lists per topic the slots the worker cannot serve now
+	// (coordinator.Member.Declines). A worker that changes it bumps the
+	// workers' node, so that the leader reads the descriptions again.
+	Declines map[string][]int `json:"declines,omitempty"`
 }
 
 // assignmentNode is the data of a topic's assignment node.

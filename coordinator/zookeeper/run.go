@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/coordinator/internal/declinebook"
 	"github.com/rmq-go/rmq/internal/backoff"
 )
 
@@ -57,6 +58,9 @@ type membership struct {
 	topics   map[string]*topicState
 	workers  map[string]workerNode // leader's cache of worker nodes
 	slotsOf  map[string]int        // leader's cache of topic slot amounts
+	node     workerNode            // this worker's node as last written
+	book     declinebook.Book      // leader's record of the workers' declines
+	leadAt   time.Time             // leader: when a decline seen ripens (zero: none waits)
 }
 
 // topicState is one subscribed topic in a run.
@@ -151,6 +155,7 @@ func (r *membership) run(ctx context.Context) error {
 			r.leave()
 			return nil
 		case <-r.kick:
+		case <-r.m.Declines.Changed():
 		case <-time.After(wait):
 		}
 	}
@@ -173,6 +178,9 @@ func (r *membership) reconcile() error {
 			return err
 		}
 		r.joined, r.dirty = sid, true
+	}
+	if err := r.declare(); err != nil {
+		return err
 	}
 	if _, end := r.current(); !time.Now().Before(end) {
 		r.beat() // leases need a fresh deadline before any is issued
@@ -240,6 +248,7 @@ func (r *membership) join() error {
 		}
 		node.Topics[t.Topic] = t.Threads
 	}
+	node.Declines = r.declinesNow()
 	data, _ := json.Marshal(node)
 	sid := r.sess.conn.SessionID()
 	if err := createEphemeral(conn, r.paths.worker(r.id), data, acl, sid); err != nil {
@@ -252,17 +261,21 @@ func (r *membership) join() error {
 	if err != nil {
 		return fmt.Errorf("rmq: zookeeper join election: %w", err)
 	}
-	r.election = name[len(r.paths.election())+1:]
+	r.election, r.node = name[len(r.paths.election())+1:], node
 	r.log.Info("rmq: joined", "session", fmt.Sprintf("%#x", sid), "topics", node.Topics)
 	return nil
 }
 
 // createEphemeral creates an ephemeral node; a node left by this same session
-// (a create whose reply was lost) counts as created.
+// (a create whose reply was lost, or a join that failed later) counts as
+// created, once data is written to it.
 func createEphemeral(conn *zk.Conn, path string, data []byte, acl []zk.ACL, sid int64) error {
 	_, err := conn.Create(path, data, zk.FlagEphemeral, acl)
 	if errors.Is(err, zk.ErrNodeExists) {
 		if _, st, err2 := conn.Exists(path); err2 == nil && st != nil && st.EphemeralOwner == sid {
+			if _, err := conn.Set(path, data, st.Version); err != nil {
+				return fmt.Errorf("rmq: zookeeper write %s: %w", path, err)
+			}
 			return nil
 		}
 	}

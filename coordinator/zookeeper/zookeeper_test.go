@@ -97,12 +97,20 @@ func startWorker(t *testing.T, servers []string, ns, id string, threads int, sha
 // startWorkerOf runs a worker of topic "t" of the given number of slots.
 func startWorkerOf(t *testing.T, servers []string, ns, id string, threads, slots int, shared *sharedSlots) *worker {
 	t.Helper()
+	return startWorkerWith(t, servers, ns, id, threads, slots, shared, nil)
+}
+
+// startWorkerWith runs a worker of topic "t" that declines what declines
+// holds (nil: nothing).
+func startWorkerWith(t *testing.T, servers []string, ns, id string, threads, slots int, shared *sharedSlots,
+	declines *coordinator.Declines) *worker {
+	t.Helper()
 	z, err := zookeeper.New(zookeeper.Config{
 		Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq-test", WorkerID: id})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{h: newHolder(shared), stop: cancel, done: make(chan struct{})}
-	m := coordinator.Member{Namespace: ns, DrainTimeout: 5 * time.Second, Topics: []coordinator.TopicThreads{
+	m := coordinator.Member{Namespace: ns, DrainTimeout: 5 * time.Second, Declines: declines, Topics: []coordinator.TopicThreads{
 		{Topic: "t", SlotAmount: slots, Threads: threads, Definition: fmt.Sprintf(`{"slotAmount":%d,"type":"Priority"}`, slots)}}}
 	go func() { w.err = z.Run(ctx, m, w.h); close(w.done) }()
 	t.Cleanup(func() {
