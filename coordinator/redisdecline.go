@@ -30,12 +30,18 @@ func (r *redisRun) redescribe(ctx context.Context, id string) error {
 	return nil
 }
 
+// givenUp is one slot's owner record that its holder gave up.
+type givenUp struct {
+	slot   int
+	record string
+}
+
 // gaveUp returns the owner records of topic that its live holders (those
 // true in alive) gave up (redisWorker.GaveUp), nil if none is live. A
 // holder lists a record only once the slot's lease ended there, and never
 // uses a listed record again: its slot stays held there until the record
 // is written back, which ends the record.
-func (r *redisRun) gaveUp(ctx context.Context, topic string, alive map[string]bool) (map[string]bool, error) {
+func (r *redisRun) gaveUp(ctx context.Context, topic string, alive map[string]bool) (map[givenUp]bool, error) {
 	live := false
 	for _, a := range alive {
 		live = live || a
@@ -51,14 +57,14 @@ func (r *redisRun) gaveUp(ctx context.Context, topic string, alive map[string]bo
 		r.descs = descs
 	}
 	descs := r.descs
-	out := make(map[string]bool)
+	out := make(map[givenUp]bool)
 	for w, a := range alive {
 		var d redisWorker
 		if !a || json.Unmarshal([]byte(descs[w]), &d) != nil {
 			continue
 		}
-		for _, rec := range d.GaveUp[topic] {
-			out[rec] = true
+		for slot, rec := range d.GaveUp[topic] {
+			out[givenUp{slot, rec}] = true
 		}
 	}
 	return out, nil

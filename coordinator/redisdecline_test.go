@@ -1,12 +1,16 @@
 package coordinator
 
 import (
+	"context"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq/coordinator/internal/declinebook"
+	"github.com/rmq-go/rmq/internal/rdb"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
@@ -62,5 +66,48 @@ func TestRedisCoordinatorMovesDeclinedSlots(t *testing.T) {
 		assert.Equal(t, 8, board.count("a"))
 		assert.Equal(t, 8, board.count("b"))
 		assert.Zero(t, board.overlap.Load(), "two valid leases of one slot")
+	})
+}
+
+// Records of one worker's claims made in the same millisecond read alike
+// ("<token>:<worker>"): a record given up on one slot must not let the next
+// owner claim over the same-reading record of another slot, whose lease
+// still runs.
+func TestRedisGivenUpRecordCountsForItsSlotAlone(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		ns := testenv.Namespace(t, b)
+		start := func(name string) (*redisRun, *redisTopic, string) {
+			m := Member{Namespace: ns, DrainTimeout: 5 * time.Second,
+				Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: 1}}}
+			r := newRedisRun(rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)), RedisConfig{LeaseTTL: 10 * time.Second, WorkerID: name},
+				slog.New(slog.DiscardHandler), m, &testThreads{worker: name, board: newSlotBoard(), drain: time.Hour})
+			require.NoError(t, r.join(ctx))
+			id, _, _, _ := r.state()
+			tp := r.topics[testTopic]
+			tp.desired = make([]Owner, 16)
+			tp.desired[0], tp.desired[1] = Owner{Worker: id, Thread: 0}, Owner{Worker: id, Thread: 0}
+			return r, tp, id
+		}
+		a, ta, aid := start("a")
+		same := "100:" + aid
+		for _, s := range []int{0, 1} {
+			require.NoError(t, b.Redis.Set(ctx, ta.keys[s], same, 0).Err())
+		}
+		require.NoError(t, a.claim(ctx, ta, aid)) // ours already: held with the record as it reads
+		require.NotNil(t, ta.held[0])
+		require.NotNil(t, ta.held[1])
+		ta.held[1].grant.Lose()
+		a.releaseFailed(ta, ta.held[1], errDeclinedSlot)
+		require.NoError(t, a.redescribe(ctx, aid))
+
+		bRun, tb, bid := start("b")
+		require.NoError(t, bRun.claim(ctx, tb, bid))
+		assert.NotNil(t, tb.held[1], "the record given up on slot 1 was not claimed over")
+		assert.Nil(t, tb.held[0], "slot 0 claimed over a record given up on slot 1 only, its lease running")
+		assert.True(t, ta.held[0].grant.Lease().Valid())
+		rec, err := b.Redis.Get(ctx, ta.keys[0]).Result()
+		require.NoError(t, err)
+		assert.Equal(t, same, rec)
 	})
 }

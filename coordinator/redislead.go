@@ -20,11 +20,12 @@ type redisWorker struct {
 	// Declined lists per topic the slots the worker cannot serve now
 	// (Member.Declines).
 	Declined map[string][]int `json:"declined,omitempty"`
-	// GaveUp lists per topic the owner records of slots whose leases ended
-	// here but which could not be written back (their master out of reach):
-	// the worker never uses them again, so the next owner may claim over
-	// them at once.
-	GaveUp map[string][]string `json:"gaveUp,omitempty"`
+	// GaveUp lists per topic the slots whose leases ended here but whose
+	// owner records could not be written back (their master out of reach),
+	// each with its record: the worker never uses that record again, so the
+	// next owner may claim over it at once. Keyed by slot, since records of
+	// one worker's claims made in the same millisecond read alike.
+	GaveUp map[string]map[int]string `json:"gaveUpSlots,omitempty"`
 }
 
 // redisTopicSpec is one subscribed topic of a worker.
@@ -45,9 +46,12 @@ func (r *redisRun) describe(leaving bool) string {
 		for c := range t.eachHeld {
 			if c.unreleased > 0 {
 				if w.GaveUp == nil {
-					w.GaveUp = make(map[string][]string)
+					w.GaveUp = make(map[string]map[int]string)
 				}
-				w.GaveUp[name] = append(w.GaveUp[name], c.record)
+				if w.GaveUp[name] == nil {
+					w.GaveUp[name] = make(map[int]string)
+				}
+				w.GaveUp[name][c.slot] = c.record
 			}
 		}
 	}

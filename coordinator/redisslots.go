@@ -229,7 +229,7 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 			continue
 		}
 		rec := records[i]
-		if h := holderOf(rec); h != "" && alive[h] && !gaveUp[rec] {
+		if h := holderOf(rec); h != "" && alive[h] && !gaveUp[givenUp{slot, rec}] {
 			since, ok := t.waiting[slot]
 			if !ok {
 				t.waiting[slot] = now
