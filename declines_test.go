@@ -17,16 +17,103 @@ import (
 
 	"github.com/rmq-go/rmq"
 	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/coordinator/zookeeper"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
 // A worker cut off from one Cluster master alone, its heartbeats still
-// reaching the coordinator's master, declines that master's slots: the
-// other worker serves them while the cut lasts, no two owned calls of a
-// slot overlap, nothing is lost, and once healed the worker serves that
-// master's slots again.
+// reaching its coordinator (the Redis coordinator's master, or ZooKeeper),
+// declines that master's slots: the other worker serves them while the cut
+// lasts, no two owned calls of a slot overlap, nothing is lost, and once
+// healed the worker serves that master's slots again.
 func TestClusterWorkerCutOffFromOneMasterGivesUpItsSlots(t *testing.T) {
 	t.Parallel()
+	for _, kind := range []string{"redis", "zookeeper"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			cutOffFromOneMaster(t, kind)
+		})
+	}
+}
+
+// coordinatorView reads, through one coordinator, which worker holds each
+// slot of topic "t" as assigned, and the workers' declines of it.
+type coordinatorView struct {
+	holders  func() map[int]string   // slot → worker, for slots held by their assigned worker
+	declined func() map[string][]int // worker → slots of "t" it declines
+}
+
+// cutOffCoordinator returns worker w's coordinator of the given kind.
+func cutOffCoordinator(t *testing.T, kind, w string, r redis.UniversalClient, lg *slog.Logger) coordinator.Coordinator {
+	if kind == "redis" {
+		return coordinator.NewRedis(r, coordinator.RedisConfig{WorkerID: w, LeaseTTL: 2 * time.Second, Logger: lg})
+	}
+	z, err := zookeeper.New(zookeeper.Config{Servers: testenv.ZooKeeper(t), SessionTimeout: 4 * time.Second,
+		Root: "/rmq-cutoff", WorkerID: w, Logger: lg})
+	require.NoError(t, err)
+	t.Cleanup(func() { z.Close() })
+	return z
+}
+
+// cutOffView reads the coordinator of the given kind, as observer c does.
+func cutOffView(t *testing.T, kind, ns string, c *rmq.Client) coordinatorView {
+	ctx := context.Background()
+	if kind == "redis" {
+		return coordinatorView{
+			holders: func() map[int]string {
+				out := map[int]string{}
+				owners, err := c.Owners(ctx, "t")
+				if err != nil {
+					return nil
+				}
+				for _, o := range owners {
+					if o.Holder != "" && o.Holder == o.Worker {
+						out[o.Slot] = strings.SplitN(o.Holder, ".", 2)[0]
+					}
+				}
+				return out
+			},
+			declined: func() map[string][]int {
+				ws, err := c.Workers(ctx)
+				require.NoError(t, err)
+				out := map[string][]int{}
+				for _, w := range ws {
+					out[strings.SplitN(w.ID, ".", 2)[0]] = w.Declined["t"]
+				}
+				return out
+			},
+		}
+	}
+	z, err := zookeeper.New(zookeeper.Config{Servers: testenv.ZooKeeper(t), SessionTimeout: 4 * time.Second, Root: "/rmq-cutoff"})
+	require.NoError(t, err)
+	t.Cleanup(func() { z.Close() })
+	return coordinatorView{
+		holders: func() map[int]string {
+			out := map[int]string{}
+			_, slots, err := z.Assignment(ctx, ns, "t")
+			if err != nil {
+				return nil
+			}
+			for _, s := range slots {
+				if s.Holder.Worker != "" && s.Holder == s.Assigned {
+					out[s.Slot] = s.Holder.Worker
+				}
+			}
+			return out
+		},
+		declined: func() map[string][]int {
+			ws, err := z.Workers(ctx, ns)
+			require.NoError(t, err)
+			out := map[string][]int{}
+			for _, w := range ws {
+				out[w.ID] = w.Declined["t"]
+			}
+			return out
+		},
+	}
+}
+
+func cutOffFromOneMaster(t *testing.T, kind string) {
 	b := testenv.Cluster(t)
 	direct := b.Redis.(*redis.ClusterClient)
 	ctx := context.Background()
@@ -82,7 +169,7 @@ func TestClusterWorkerCutOffFromOneMasterGivesUpItsSlots(t *testing.T) {
 		if os.Getenv("RMQ_DEBUG_LOG") != "" {
 			lg = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("w", w)
 		}
-		co := coordinator.NewRedis(r, coordinator.RedisConfig{WorkerID: w, LeaseTTL: 2 * time.Second, Logger: lg})
+		co := cutOffCoordinator(t, kind, w, r, lg)
 		c, err := rmq.New(r, rmq.WithNamespace(ns), rmq.WithCoordinator(co), rmq.WithConsumeTimeout(2*time.Second), rmq.WithLogger(lg))
 		require.NoError(t, err)
 		define(t, c, "t", slots, rmq.Priority)
@@ -90,16 +177,11 @@ func TestClusterWorkerCutOffFromOneMasterGivesUpItsSlots(t *testing.T) {
 		run(t, c)
 		clients[w] = c
 	}
-	held := func() map[string]int { // worker → slots it holds
+	view := cutOffView(t, kind, ns, clients["b"])
+	held := func() map[string]int { // worker@master → slots it holds there
 		out := map[string]int{}
-		owners, err := clients["b"].Owners(ctx, "t")
-		if err != nil {
-			return nil
-		}
-		for _, o := range owners {
-			if o.Holder != "" && o.Holder == o.Worker {
-				out[strings.SplitN(o.Holder, ".", 2)[0]+"@"+nodeOf[o.Slot]]++
-			}
+		for slot, w := range view.holders() {
+			out[w+"@"+nodeOf[slot]]++
 		}
 		return out
 	}
@@ -166,8 +248,7 @@ func TestClusterWorkerCutOffFromOneMasterGivesUpItsSlots(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			owners, err := clients["b"].Owners(ctx, "t")
-			require.NoError(t, err)
+			holders := view.holders()
 			mu.Lock()
 			waiting := map[int]int{}
 			for _, c := range all {
@@ -177,10 +258,9 @@ func TestClusterWorkerCutOffFromOneMasterGivesUpItsSlots(t *testing.T) {
 			}
 			mu.Unlock()
 			for s, n := range waiting {
-				t.Logf("slot %d (behind the cut: %v): %d messages waiting, owner %+v", s, behind(s), n, owners[s])
+				t.Logf("slot %d (behind the cut: %v): %d messages waiting, held by its assigned worker %q", s, behind(s), n, holders[s])
 			}
-			ws, _ := clients["b"].Workers(ctx)
-			t.Fatalf("not within 40 s: the messages sent during the cut consumed while it lasts; workers %+v", ws)
+			t.Fatalf("not within 40 s: the messages sent during the cut consumed while it lasts; declines %v", view.declined())
 		}
 	}
 	servedAfter := time.Since(cutAt)
@@ -197,15 +277,7 @@ func TestClusterWorkerCutOffFromOneMasterGivesUpItsSlots(t *testing.T) {
 		}(), slots, servedAfter.Seconds(), by)
 	assert.Zero(t, by["a"], "a processed messages of a master cut off from it")
 	assert.Positive(t, by["b"])
-	declined := func() map[string][]int { // worker → the slots of t it declines
-		ws, err := clients["b"].Workers(ctx)
-		require.NoError(t, err)
-		out := map[string][]int{}
-		for _, w := range ws {
-			out[strings.SplitN(w.ID, ".", 2)[0]] = w.Declined["t"]
-		}
-		return out
-	}
+	declined := view.declined
 	d := declined()
 	assert.Empty(t, d["b"])
 	require.NotEmpty(t, d["a"])
