@@ -210,17 +210,31 @@ func (t *thread) release(hard context.Context, s *slotState) {
 	s.lease.Release()
 }
 
-// flush sends a slot's pending outcomes once.
+// flush sends a slot's pending outcomes once. On a Cluster it waits at most
+// flushWait: a master cut off from this process would hold the call for
+// go-redis's retries (about 20 s), and with it the thread's slots on the
+// other masters; outcomes not sent go with the slot's next cycle, as after
+// any failure (a settle applies once however often it is sent).
 func (t *thread) flush(hard context.Context, s *slotState) error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	_, err := t.cycle(hard, s, t.request(s, 0))
+	ctx := hard
+	if t.sub.c.multiNode {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(hard, flushWait)
+		defer cancel()
+	}
+	_, err := t.cycle(ctx, s, t.request(s, 0))
 	if err == nil {
 		s.pending, s.lingering = s.pending[:0], false
 	}
 	return err
 }
+
+// flushWait bounds a flush on a Cluster (flush). A flush takes a few
+// milliseconds; the bound leaves room for a loaded machine's pauses.
+const flushWait = 500 * time.Millisecond
 
 // settle sends a slot's pending outcomes, retrying Redis failures for a while.
 // Outcomes that cannot be sent stay in prepare and time out: their messages
