@@ -179,9 +179,7 @@ func (r *membership) reconcile() error {
 		}
 		r.joined, r.dirty = sid, true
 	}
-	if err := r.declare(); err != nil {
-		return err
-	}
+	declared := r.declare() // a failure must not hold up the rest: returned at the end
 	if _, end := r.current(); !time.Now().Before(end) {
 		r.beat() // leases need a fresh deadline before any is issued
 	}
@@ -205,7 +203,7 @@ func (r *membership) reconcile() error {
 			return err
 		}
 	}
-	return nil
+	return declared
 }
 
 // forgetSession drops every claim of an earlier session: its owner nodes died
