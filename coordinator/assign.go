@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -17,6 +18,25 @@ type WorkerThreads struct {
 	Threads int
 }
 
+// threadUnits lists every thread of workers, by worker and thread: the units
+// of capacity an assignment spreads slots over. A worker listed twice
+// counts once, with the most threads it was listed with.
+func threadUnits(workers []WorkerThreads) []Owner {
+	threads := make(map[string]int, len(workers))
+	for _, w := range workers {
+		if w.Worker != "" {
+			threads[w.Worker] = max(threads[w.Worker], w.Threads)
+		}
+	}
+	var units []Owner
+	for _, w := range slices.Sorted(maps.Keys(threads)) {
+		for t := range threads[w] {
+			units = append(units, Owner{Worker: w, Thread: t})
+		}
+	}
+	return units
+}
+
 // Assign spreads slots over the threads of workers. Every thread is one unit
 // of capacity, so a worker's share is proportional to its threads and the
 // slot counts of any two threads differ by at most one. It is sticky: a slot
@@ -26,18 +46,7 @@ type WorkerThreads struct {
 // inputs (worker order does not matter), so every worker computing it agrees.
 func Assign(slots int, workers []WorkerThreads, prev []Owner) []Owner {
 	out := make([]Owner, slots)
-	threads := make(map[string]int, len(workers)) // a worker listed twice counts once
-	for _, w := range workers {
-		if w.Worker != "" {
-			threads[w.Worker] = max(threads[w.Worker], w.Threads)
-		}
-	}
-	var units []Owner
-	for w, n := range threads {
-		for t := range n {
-			units = append(units, Owner{Worker: w, Thread: t})
-		}
-	}
+	units := threadUnits(workers)
 	if len(units) == 0 || slots == 0 {
 		return out
 	}

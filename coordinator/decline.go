@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"sync"
 )
@@ -177,18 +176,10 @@ type avoider struct {
 }
 
 func newAvoider(slots int, workers []WorkerThreads, prev []Owner, refused map[string]map[int]bool) *avoider {
-	threads := make(map[string]int, len(workers))
-	for _, w := range workers {
-		if w.Worker != "" {
-			threads[w.Worker] = max(threads[w.Worker], w.Threads)
-		}
-	}
-	a := &avoider{slots: slots, refused: refused, prev: prev, index: make(map[Owner]int), out: make([]Owner, slots)}
-	for _, w := range slices.Sorted(maps.Keys(threads)) {
-		for t := range threads[w] {
-			a.index[Owner{Worker: w, Thread: t}] = len(a.units)
-			a.units = append(a.units, Owner{Worker: w, Thread: t})
-		}
+	a := &avoider{slots: slots, refused: refused, prev: prev, index: make(map[Owner]int), out: make([]Owner, slots),
+		units: threadUnits(workers)}
+	for i, u := range a.units {
+		a.index[u] = i
 	}
 	if len(a.units) == 0 || slots == 0 {
 		return nil
