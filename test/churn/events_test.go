@@ -32,7 +32,7 @@ func (r *churnRun) event(at time.Time, name string, live []string, pause time.Du
 // watch polls the coordinator until the assignment settles on ev.live or until.
 func (r *churnRun) watch(ev *churnEvent, until time.Time) {
 	for time.Now().Before(until) {
-		if ev.viewSettled == 0 && r.viewSettled(ev.live) {
+		if ev.viewSettled == 0 && r.viewSettledAvoiding(ev.live, ev.avoid, ev.avoided) {
 			ev.viewSettled = time.Now().UnixNano()
 		}
 		r.checkAlive()
@@ -59,7 +59,11 @@ func (r *churnRun) checkAlive() {
 // viewSettled reports whether the coordinator shows every slot assigned to
 // one of live and held by its assigned owner, and every live worker assigned
 // slots.
-func (r *churnRun) viewSettled(live []string) bool {
+func (r *churnRun) viewSettled(live []string) bool { return r.viewSettledAvoiding(live, "", nil) }
+
+// viewSettledAvoiding is viewSettled where worker avoid must also be
+// assigned none of the slots in avoided.
+func (r *churnRun) viewSettledAvoiding(live []string, avoid string, avoided map[int]bool) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	slots, err := r.obs.slots(ctx, r.ns, churnTopic)
@@ -68,7 +72,8 @@ func (r *churnRun) viewSettled(live []string) bool {
 	}
 	seen := map[string]bool{}
 	for _, s := range slots {
-		if s.Assigned.Worker == "" || s.Holder != s.Assigned || !slices.Contains(live, s.Assigned.Worker) {
+		if s.Assigned.Worker == "" || s.Holder != s.Assigned || !slices.Contains(live, s.Assigned.Worker) ||
+			avoided[s.Slot] && s.Assigned.Worker == avoid {
 			return false
 		}
 		seen[s.Assigned.Worker] = true
@@ -139,6 +144,11 @@ func withNote(note string) func(*churnEvent) { return func(e *churnEvent) { e.no
 // its listener runs, so that the signal that follows lands mid-call. It
 // returns a note for the report.
 func (r *churnRun) midCall(w *churnWorker, tag string, d time.Duration) string {
+	return r.midCallOn(w, tag, d, nil)
+}
+
+// midCallOn is midCall on a slot for which want is true (nil: any).
+func (r *churnRun) midCallOn(w *churnWorker, tag string, d time.Duration, want func(slot int) bool) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	slots, err := r.obs.slots(ctx, r.ns, churnTopic)
@@ -147,7 +157,7 @@ func (r *churnRun) midCall(w *churnWorker, tag string, d time.Duration) string {
 	}
 	slot := -1
 	for _, s := range slots {
-		if s.Holder.Worker == w.id && s.Assigned.Worker == w.id {
+		if s.Holder.Worker == w.id && s.Assigned.Worker == w.id && (want == nil || want(s.Slot)) {
 			slot = s.Slot
 			break
 		}

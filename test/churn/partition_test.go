@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rmq-go/rmq/internal/rdb"
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
@@ -26,6 +27,10 @@ import (
 const (
 	churnBlip = 1500 * time.Millisecond
 	churnCut  = 7 * time.Second
+	// churnDataCut is how long a worker is cut off from one data master:
+	// longer than the decline takes (about 6 s: churnDeclineGoal), so that
+	// the others are seen serving its slots there before the heal.
+	churnDataCut = 12 * time.Second
 )
 
 // TestChurnPartition cuts one of four workers off for churnCut (past the
@@ -37,8 +42,11 @@ const (
 // slots there; over ZooKeeper, from the whole ensemble while it still
 // reaches Redis. In the last two, its pops could still reach its slots: its
 // leases end locally before the others take them, and the owner records
-// (fencing tokens) refuse any pop that comes later. Every message is
-// processed, and no two owned calls of one slot overlap.
+// (fencing tokens) refuse any pop that comes later. A fourth way cuts it off
+// from one Cluster master that is not the coordinator's, for churnDataCut:
+// its leases hold, and it declines that master's slots, which the others
+// must be seen serving before the heal (testChurnDataPartition). Every
+// message is processed, and no two owned calls of one slot overlap.
 func TestChurnPartition(t *testing.T) {
 	t.Parallel()
 	t.Run("redis", func(t *testing.T) {
@@ -64,6 +72,10 @@ func TestChurnPartition(t *testing.T) {
 			return []*testenv.Partition{p}
 		})
 	})
+	t.Run("cluster-data", func(t *testing.T) {
+		t.Parallel()
+		testChurnDataPartition(t)
+	})
 	t.Run("zookeeper", func(t *testing.T) {
 		t.Parallel()
 		testChurnPartitionOn(t, zookeeperKind, singleRedis, "ZooKeeper", false, func(r *churnRun) []*testenv.Partition {
@@ -77,6 +89,75 @@ func TestChurnPartition(t *testing.T) {
 			return ps
 		})
 	})
+}
+
+// testChurnDataPartition runs four workers on the Cluster, w4 reaching one
+// master that is not the coordinator's through a proxy, and cuts w4 off
+// from it alone for churnDataCut while a call on one of that master's slots
+// is in hand. w4 keeps its heartbeats and its slots on the other masters; it
+// declines the cut master's slots, which the others take over (w4 taking
+// others' in their place) while the cut lasts.
+func testChurnDataPartition(t *testing.T) {
+	r := newChurnRun(t, redisKind, clusterRedis)
+	r.lookahead = churnLookahead
+	r.env = map[string][]string{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cc := r.b.Redis.(*redis.ClusterClient)
+	masterOf := func(key string) string {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatalf("the master of %s: %v", key, err)
+		}
+		return m.Options().Addr
+	}
+	coord := masterOf("{" + r.ns + "}")
+	bySlot := make([]string, churnSlots)
+	count := map[string]int{}
+	for i := range churnSlots {
+		bySlot[i] = masterOf(rdb.NewKeyspace(r.ns).Slot(churnTopic, i).Store)
+		count[bySlot[i]]++
+	}
+	cut := ""
+	for node, n := range count {
+		if node != coord && (cut == "" || n > count[cut] || n == count[cut] && node < cut) {
+			cut = node
+		}
+	}
+	if cut == "" {
+		t.Fatalf("every slot of the topic is on the coordinator's master %s", coord)
+	}
+	behind := map[int]bool{}
+	for i, node := range bySlot {
+		if node == cut {
+			behind[i] = true
+		}
+	}
+	p := testenv.StartPartition(t, cut)
+	r.env["w4"] = []string{churnViaEnv + "=" + cut + "=" + p.Addr()}
+	r.startFeed()
+	r.begin("w1", "w2", "w3", "w4")
+	r.partitionData("w4", p, behind, churnDataCut, 3*time.Second)
+	r.finish()
+}
+
+// partitionData cuts worker id off, through p, from the master of the
+// slots in behind while one of its calls on such a slot runs, heals it
+// after cut, and waits pause. Every worker stays live; the cut settles once
+// id is assigned none of those slots, which must happen before the heal.
+func (r *churnRun) partitionData(id string, p *testenv.Partition, behind map[int]bool, cut, pause time.Duration) {
+	w := r.worker(id)
+	note := r.midCallOn(w, "partition"+churnSlowOnce, churnSlowSleep, func(slot int) bool { return behind[slot] })
+	at := time.Now()
+	p.Cut()
+	ev := r.event(at, fmt.Sprintf("partition %s (cut off from the master of %d slots for %v)", id, len(behind), cut), r.live(), cut,
+		withNote(note), func(e *churnEvent) { e.avoid, e.avoided = id, behind })
+	if ev.viewSettled == 0 {
+		r.t.Errorf("%s was still assigned slots of the master cut off from it when the cut healed, %v after it", id, cut)
+	}
+	at = time.Now()
+	p.Heal()
+	r.event(at, fmt.Sprintf("heal %s (after %v)", id, cut), r.live(), pause)
 }
 
 // testChurnPartitionOn runs four workers on deployment, w4 through the

@@ -222,15 +222,23 @@ func (r *churnRun) report(sent []string, l churn.Log, counts churn.Counts, overl
 	_ = os.WriteFile(filepath.Join(r.dir, "summary.txt"), []byte(summary), 0o644)
 }
 
+// churnDeclineGoal is how soon a worker cut off from one data master alone
+// should have given its slots there up: 3 s unanswered, up to 1 s between
+// probes, the leader's grace of 2 s, and a second for the handover.
+const churnDeclineGoal = 7 * time.Second
+
 // target compares a settle time with the kind's goal for the event (not an
 // assertion): its graceful goal after a join, a thaw or a heal (the worker
 // rejoins), that plus the slow listener the stopped worker had in hand after
 // a graceful stop (when the kind counts it apart), and the session or lease
 // timeout plus its crash margin after a crash, a freeze or a partition of a
-// worker.
+// worker; after a worker's partition from one data master, the time to
+// decline its slots (churnDeclineGoal).
 func target(kind coordinatorKind, event string, settled time.Duration) string {
 	var goal time.Duration
 	switch {
+	case strings.Contains(event, "cut off from the master of"):
+		goal = churnDeclineGoal
 	case strings.HasPrefix(event, "join "), strings.HasPrefix(event, "thaw "), strings.HasPrefix(event, "heal "):
 		goal = kind.graceful
 	case strings.HasPrefix(event, "stop "):

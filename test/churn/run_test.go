@@ -52,6 +52,10 @@ type churnEvent struct {
 	viewSettled int64
 	joined      string // for a join: the worker, whose start marker replaces At
 	note        string
+	// avoid, when set, must be assigned none of the slots in avoided once
+	// the event settles (a worker cut off from their master: it declines them).
+	avoid   string
+	avoided map[int]bool
 }
 
 func newChurnRun(t *testing.T, kind coordinatorKind, deployment churnDeployment) *churnRun {
