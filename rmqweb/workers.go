@@ -22,6 +22,7 @@ type workerRow struct {
 	rmq.Worker
 	Threads, Owned string // "topic: n" per topic
 	Heartbeat      string // its age, or "—"
+	Declines       string // "topic: n" per topic: slots whose Cluster master it cannot reach
 }
 
 // workersPage serves the workers page.
@@ -40,6 +41,11 @@ func (s *server) workersPage(w http.ResponseWriter, r *http.Request) {
 		if !wk.LastHeartbeat.IsZero() {
 			row.Heartbeat = relative(wk.LastHeartbeat, now)
 		}
+		declined := make(map[string]int, len(wk.Declined))
+		for topic, slots := range wk.Declined {
+			declined[topic] = len(slots)
+		}
+		row.Declines = perTopic(declined)
 		p.Workers = append(p.Workers, row)
 	}
 	s.render(w, r, http.StatusOK, "workers", p)
