@@ -281,6 +281,16 @@ func cutOffFromOneMaster(t *testing.T, kind string) {
 	d := declined()
 	assert.Empty(t, d["b"])
 	require.NotEmpty(t, d["a"])
+	declinedNow := func(w string) int { // TopicMetrics.DeclinedSlots of w's client
+		for _, m := range clients[w].TopicMetrics() {
+			if m.Topic == "t" {
+				return m.DeclinedSlots
+			}
+		}
+		return -1
+	}
+	assert.Equal(t, len(d["a"]), declinedNow("a"), "a's metrics count the slots it declines")
+	assert.Zero(t, declinedNow("b"))
 	for _, s := range d["a"] {
 		assert.True(t, behind(s), "a declines slot %d, not behind the cut", s)
 	}

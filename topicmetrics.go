@@ -34,6 +34,11 @@ type TopicMetrics struct {
 	ListenerDuration Histogram
 	// OwnedSlots is how many of the topic's slots this process owns now.
 	OwnedSlots int
+	// DeclinedSlots is how many of the topic's slots this process declines
+	// now: their Cluster master has not answered it for a few seconds, so
+	// the coordinator moves them to processes that reach it (0 on a single
+	// node, and with a coordinator that does not honour declines).
+	DeclinedSlots int
 	// Breaker is the state of this process's breaker for the topic:
 	// BreakerClosed, BreakerOpen, BreakerHalfOpen, or BreakerOff (disabled,
 	// or not subscribed). BreakerTransitions counts its moves by the state
@@ -138,6 +143,7 @@ func (c *Client) TopicMetrics() []TopicMetrics {
 			Lateness: m.lateness, ListenerDuration: m.duration}
 		out[i].Delivered = out[i].Committed + out[i].Failed + out[i].NotOwner
 		out[i].Breaker = BreakerOff
+		out[i].DeclinedSlots = c.declines.Count(t.Name)
 		if s := subs[t.Name]; s != nil {
 			out[i].OwnedSlots = int(s.owned.Load())
 			f := &s.flow

@@ -54,6 +54,16 @@ func (d *Declines) Has(topic string, slot int) bool {
 	return found
 }
 
+// Count returns how many slots of topic are declined (0 on a nil Declines).
+func (d *Declines) Count(topic string) int {
+	if d == nil {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.slots[topic])
+}
+
 // All returns a copy of every topic's declined slots (nil on a nil
 // Declines).
 func (d *Declines) All() map[string][]int {

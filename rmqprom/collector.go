@@ -121,6 +121,7 @@ func (col *Collector) collectTopic(ch chan<- prometheus.Metric, m rmq.TopicMetri
 	ch <- constHistogram(d.lateness, m.Lateness, t)
 	ch <- constHistogram(d.duration, m.ListenerDuration, t)
 	ch <- prometheus.MustNewConstMetric(d.owned, prometheus.GaugeValue, float64(m.OwnedSlots), t)
+	ch <- prometheus.MustNewConstMetric(d.declined, prometheus.GaugeValue, float64(m.DeclinedSlots), t)
 	for _, st := range []string{rmq.BreakerClosed, rmq.BreakerOpen, rmq.BreakerHalfOpen, rmq.BreakerOff} {
 		v := 0.0
 		if st == m.Breaker {

@@ -126,6 +126,8 @@ func TestCollectorExposesTopicMetricsAndBacklogs(t *testing.T) {
 		assert.Equal(t, float64(4+rmq.MaxRetries), s[`rmq_listener_duration_seconds_count{topic="fixed"}`])
 		assert.Equal(t, 4.0, s[`rmq_owned_slots{topic="fixed"}`])
 		assert.Equal(t, 0.0, s[`rmq_owned_slots{topic="prio"}`])
+		assert.Contains(t, s, `rmq_declined_slots{topic="fixed"}`)
+		assert.Equal(t, 0.0, s[`rmq_declined_slots{topic="fixed"}`], "no master out of reach")
 		checkCumulative(t, s, "rmq_delivery_lateness_seconds", "fixed", rmq.LatenessBuckets)
 		checkCumulative(t, s, "rmq_listener_duration_seconds", "fixed", rmq.DurationBuckets)
 

@@ -7,7 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type descs struct {
 	sent, deliveries, redeliveries, dead *prometheus.Desc
 	lateness, duration                   *prometheus.Desc
-	backlog, oldestDue, owned            *prometheus.Desc
+	backlog, oldestDue, owned, declined  *prometheus.Desc
 	breaker, breakerOpened, heldBack     *prometheus.Desc
 	breakerTransitions                   *prometheus.Desc
 	paused, rateLimit                    *prometheus.Desc
@@ -39,6 +39,8 @@ func newDescs() descs {
 			"How long the earliest due time still in store has passed, by the Redis clock (0 when nothing stored is due; always 0 on Priority topics).", topic, nil),
 		owned: prometheus.NewDesc("rmq_owned_slots",
 			"Slots of the topic this process consumes now.", topic, nil),
+		declined: prometheus.NewDesc("rmq_declined_slots",
+			"Slots of the topic this process declines now: their Redis Cluster master has not answered it for a few seconds, and the coordinator moves them to processes that reach it.", topic, nil),
 		breaker: prometheus.NewDesc("rmq_breaker_state",
 			"1 for the state this process's breaker of the topic is in (closed, open, half-open, off), 0 for the others.",
 			[]string{"topic", "state"}, nil),
@@ -73,7 +75,7 @@ func newDescs() descs {
 
 // all returns every description.
 func (d *descs) all() []*prometheus.Desc {
-	return []*prometheus.Desc{d.sent, d.deliveries, d.redeliveries, d.dead, d.lateness, d.duration, d.backlog, d.oldestDue, d.owned,
+	return []*prometheus.Desc{d.sent, d.deliveries, d.redeliveries, d.dead, d.lateness, d.duration, d.backlog, d.oldestDue, d.owned, d.declined,
 		d.breaker, d.breakerOpened, d.breakerTransitions, d.heldBack, d.paused, d.rateLimit,
 		d.sendRetries, d.sendsAbandoned, d.redisErrors, d.fenced, d.sendWrites, d.sendsWritten, d.panics}
 }
