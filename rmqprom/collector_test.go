@@ -167,8 +167,8 @@ func TestCollectorPassesLint(t *testing.T) {
 	problems, err := testutil.CollectAndLint(rmqprom.NewCollector(c))
 	require.NoError(t, err)
 	assert.Empty(t, problems)
-	assert.Equal(t, 8+4+1+3+3+2+4+1+2+7, testutil.CollectAndCount(rmqprom.NewCollector(c)),
-		"topic t's 8 counter and gauge series, 4 breaker states, breaker openings, 3 breaker transitions, 3 held-back reasons, 2 histograms, "+
+	assert.Equal(t, 9+4+1+3+3+2+4+1+2+7, testutil.CollectAndCount(rmqprom.NewCollector(c)),
+		"topic t's 9 counter and gauge series (declined slots among them), 4 breaker states, breaker openings, 3 breaker transitions, 3 held-back reasons, 2 histograms, "+
 			"4 backlog states, the oldest due age, paused and rate limit; the client's 7 counters")
 }
 
