@@ -79,6 +79,21 @@ func (d *Declines) All() map[string][]int {
 	return out
 }
 
+// Of returns a copy of the declined slots of the topics keep accepts (nil
+// if none, or on a nil Declines): what a worker tells its coordinator.
+func (d *Declines) Of(keep func(topic string) bool) map[string][]int {
+	var out map[string][]int
+	for topic, slots := range d.All() {
+		if len(slots) > 0 && keep(topic) {
+			if out == nil {
+				out = make(map[string][]int)
+			}
+			out[topic] = slots
+		}
+	}
+	return out
+}
+
 // Changed receives a value after Set changed the declines (nil on a nil
 // Declines, which never changes).
 func (d *Declines) Changed() <-chan struct{} {

@@ -124,4 +124,21 @@ func TestDeclinesSetSignalsChanges(t *testing.T) {
 	var none *Declines
 	assert.Nil(t, none.All())
 	assert.Nil(t, none.Changed())
+	assert.Zero(t, none.Count("t"))
+	assert.Nil(t, none.Of(func(string) bool { return true }))
+}
+
+// Of keeps the topics asked for, and Count counts one topic's slots.
+func TestDeclinesOfAndCount(t *testing.T) {
+	d := NewDeclines()
+	d.Set("a", []int{2, 1})
+	d.Set("b", []int{7})
+	assert.Equal(t, map[string][]int{"a": {1, 2}}, d.Of(func(topic string) bool { return topic == "a" }))
+	assert.Nil(t, d.Of(func(string) bool { return false }), "none kept: nil")
+	assert.Equal(t, 2, d.Count("a"))
+	assert.Equal(t, 1, d.Count("b"))
+	assert.Zero(t, d.Count("c"))
+	of := d.Of(func(string) bool { return true })
+	of["a"][0] = 99
+	assert.Equal(t, []int{1, 2}, d.All()["a"], "Of returns a copy")
 }

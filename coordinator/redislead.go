@@ -56,14 +56,7 @@ func (r *redisRun) describe(leaving bool) string {
 		}
 	}
 	if !leaving {
-		for topic, slots := range r.m.Declines.All() {
-			if _, ok := r.topics[topic]; ok && len(slots) > 0 {
-				if w.Declined == nil {
-					w.Declined = make(map[string][]int)
-				}
-				w.Declined[topic] = slots
-			}
-		}
+		w.Declined = r.m.Declines.Of(func(topic string) bool { _, ok := r.topics[topic]; return ok })
 	}
 	b, _ := json.Marshal(w)
 	return string(b)

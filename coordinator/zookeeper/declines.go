@@ -18,16 +18,7 @@ func (z *Coordinator) HonoursDeclines() bool { return true }
 
 // declinesNow returns the declines of the subscribed topics (nil if none).
 func (r *membership) declinesNow() map[string][]int {
-	var out map[string][]int
-	for topic, slots := range r.m.Declines.All() {
-		if t, ok := r.topics[topic]; ok && t.Threads > 0 && len(slots) > 0 {
-			if out == nil {
-				out = make(map[string][]int)
-			}
-			out[topic] = slots
-		}
-	}
-	return out
+	return r.m.Declines.Of(func(topic string) bool { t, ok := r.topics[topic]; return ok && t.Threads > 0 })
 }
 
 // declare writes this worker's node again when its declines changed, then
