@@ -86,7 +86,6 @@ func (c *Client) Start(ctx context.Context) error {
 	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout, Abandoned: c.abandoned}
 	if w := newReachWatch(c, subs); w != nil {
 		member.Declines = w.declines
-		c.declines = w.declines // before the threads start
 		c.background.Go(func() { w.run(bgCtx) })
 	}
 	quit := make(chan struct{})

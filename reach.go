@@ -50,11 +50,10 @@ const (
 // newReachWatch returns the watch for subs, or nil when nothing would use
 // it: a single Redis, or a coordinator that does not honour declines.
 func newReachWatch(c *Client, subs map[string]*subscription) *reachWatch {
-	h, ok := c.cfg.coordinator.(coordinator.DeclineHonourer)
-	if !ok || !h.HonoursDeclines() || !c.multiNode {
+	if c.declines == nil { // New decides (rmq.go)
 		return nil
 	}
-	return &reachWatch{c: c, subs: subs, declines: coordinator.NewDeclines(), answers: make(chan pingAnswer, 16),
+	return &reachWatch{c: c, subs: subs, declines: c.declines, answers: make(chan pingAnswer, 16),
 		lastOK: make(map[string]time.Time), inFlight: make(map[string]bool)}
 }
 

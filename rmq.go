@@ -45,7 +45,7 @@ type Client struct {
 	// so a thread does not wait long for one slot's node (cyclecall.go).
 	multiNode bool
 	// declines: the slots whose masters this process cannot reach (reach.go);
-	// nil unless a Cluster's coordinator honours declines.
+	// nil unless a Cluster's coordinator honours declines. Set by New.
 	declines *coordinator.Declines
 	topics   topicCache
 	producer *Producer
@@ -110,6 +110,9 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 	c.coord = rdb.NewCoordination(r, keys)
 	c.redis = r
 	_, c.multiNode = r.(*redis.ClusterClient)
+	if h, ok := cfg.coordinator.(coordinator.DeclineHonourer); ok && h.HonoursDeclines() && c.multiNode {
+		c.declines = coordinator.NewDeclines() // set here, never again: TopicMetrics reads it at any time
+	}
 	c.stats.c, c.stats.id = c, rand.Text()
 	c.producer = &Producer{c: c}
 	c.waits = rdb.NewRetryWaits(cfg.backoff)
