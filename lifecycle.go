@@ -85,7 +85,7 @@ func (c *Client) Start(ctx context.Context) error {
 
 	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout, Abandoned: c.abandoned}
 	if w := newReachWatch(c, subs); w != nil {
-		member.Declines = w.declines
+		member.Declines = c.declines
 		c.background.Go(func() { w.run(bgCtx) })
 	}
 	quit := make(chan struct{})

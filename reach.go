@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rmq-go/rmq/coordinator"
 	"github.com/rmq-go/rmq/internal/rdb"
 )
 
@@ -21,9 +20,8 @@ import (
 // and its next answer brings it back. A master down for every process is
 // declined by all of them, and then its slots move nowhere.
 type reachWatch struct {
-	c        *Client
+	c        *Client // its declines (Client.declines) are what the watch sets
 	subs     map[string]*subscription
-	declines *coordinator.Declines
 	answers  chan pingAnswer
 	lastOK   map[string]time.Time // master → its last answer (or when first pinged)
 	inFlight map[string]bool
@@ -53,7 +51,7 @@ func newReachWatch(c *Client, subs map[string]*subscription) *reachWatch {
 	if c.declines == nil { // New decides (rmq.go)
 		return nil
 	}
-	return &reachWatch{c: c, subs: subs, declines: c.declines, answers: make(chan pingAnswer, 16),
+	return &reachWatch{c: c, subs: subs, answers: make(chan pingAnswer, 16),
 		lastOK: make(map[string]time.Time), inFlight: make(map[string]bool)}
 }
 
@@ -149,7 +147,7 @@ func (w *reachWatch) probe(ctx context.Context) {
 			slots = append(slots, slotsOf[node][s.topic.Name]...)
 		}
 		declined += len(slots)
-		w.declines.Set(s.topic.Name, slots)
+		w.c.declines.Set(s.topic.Name, slots)
 	}
 	if changed {
 		if len(lost) > 0 {
