@@ -125,28 +125,44 @@ func (t *thread) wokenMeanwhile(c *popCall) {
 	}
 }
 
-// awaitPop waits for a slot's pop still running, and restores what it took:
-// the slot is being let go, so its messages go back unstarted.
+// awaitPop waits for a slot's pop still running, at most flushWait, and
+// restores what it took: the slot is being let go, so its messages go back
+// unstarted.
 //
-// A declined slot's pop is not waited for: it is stuck in a partition
-// (go-redis retries a call there for about 20 s, while the thread's other
-// slots would wait), and what it took could not be restored there anyway.
-// It finishes on its own and its result is dropped (finishPops); what it
-// took is delivered again after the consume timeout, and should it reach
-// Redis after the slot's next owner, the slot's fence refuses it, as any
-// late call of an earlier owner.
+// A declined slot's pop is not waited for at all, nor one that flushWait
+// ends: it is stuck in a partition or on a frozen master (go-redis retries
+// a call there for seconds, while the thread's other slots would wait), and
+// what it took could not be restored there anyway. It finishes on its own
+// and its result is dropped (finishPops); what it took is delivered again
+// after the consume timeout, and should it reach Redis after the slot's next
+// owner, the slot's fence refuses it, as any late call of an earlier owner.
 func (t *thread) awaitPop(s *slotState) {
 	c := s.busy
 	if c == nil {
 		return
 	}
+	why := ""
 	if t.sub.c.declines.Has(t.sub.topic.Name, s.lease.Slot()) {
+		why = "the slot's master out of reach"
+	} else {
+		wait := time.NewTimer(flushWait)
+		select {
+		case <-c.done:
+		case <-wait.C:
+			select {
+			case <-c.done:
+			default:
+				why = "the slot's master not answering"
+			}
+		}
+		wait.Stop()
+	}
+	if why != "" {
 		s.busy = nil
-		t.sub.c.cfg.logger.Warn("rmq: a pop left running, the slot's master out of reach; what it took will be redelivered after the consume timeout",
+		t.sub.c.cfg.logger.Warn("rmq: a pop left running at the slot's release, "+why+"; what it took will be redelivered after the consume timeout",
 			"topic", t.sub.topic.Name, "slot", s.lease.Slot())
 		return
 	}
-	<-c.done
 	s.busy = nil
 	if c.err != nil || c.res.Refused {
 		return // nothing was settled or taken

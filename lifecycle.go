@@ -130,8 +130,10 @@ func (c *Client) Start(ctx context.Context) error {
 // more. That is one Redis call after ctx ends: at most the go-redis
 // client's DialTimeout plus its ReadTimeout (5 s + 3 s by default) when
 // Redis is unreachable, milliseconds otherwise; then up to 1 s to tell the
-// group this process left and 1 s to remove its presence entry (the
-// coordinator's records expire by themselves if those fail). Listeners
+// group this process left and 1 s to remove its presence entry (each up to
+// the ReadTimeout when the client's reads do not heed a ctx's deadline, as
+// go-redis's do not unless ContextTimeoutEnabled is set; the coordinator's
+// records expire by themselves if those fail). Listeners
 // still running then are left to return on their own; their outcomes are not
 // settled, so their messages are delivered again after the consume timeout
 // (at least once, never lost).

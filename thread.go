@@ -50,6 +50,9 @@ type slotState struct {
 	// (see afterDelivery).
 	lingering bool
 	busy      *popCall // a pop still running after the thread stopped waiting
+	// flushing: a flush left running (flush); it has its result once it can
+	// be received from.
+	flushing <-chan error
 	// wokeBusy: the earliest due time of the wake-ups that came while busy,
 	// for after the pop (finishPops); zero if none came.
 	wokeBusy time.Time
