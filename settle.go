@@ -83,10 +83,10 @@ const flushWait = 500 * time.Millisecond
 // are delivered again (duplicates, never a loss).
 //
 // A slot declined for its master being out of reach is not tried at all,
-// and a slot whose master let a flush go unanswered is not tried again: a
-// call into a partition waits out its bound, five times over with the
-// backoffs (about 3 s), while the thread's other slots wait. Failures that
-// come back as answers (a failover's refusals) are retried.
+// and a slot whose master let a flush go unanswered is not tried again:
+// five unanswered flushes with their backoffs would hold the thread's other
+// slots about 3 s. Failures that come back as answers (a failover's
+// refusals) are retried.
 func (t *thread) settle(hard context.Context, s *slotState) {
 	if len(s.pending) > 0 && t.sub.c.declines.Has(t.sub.topic.Name, s.lease.Slot()) {
 		t.sub.c.cfg.logger.Warn("rmq: outcomes not settled, the slot's master out of reach; their messages will be redelivered after the consume timeout",
