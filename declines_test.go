@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -165,10 +164,7 @@ func cutOffFromOneMaster(t *testing.T, kind string) {
 		if w == "a" {
 			r = throughProxies.Redis
 		}
-		lg := slog.New(slog.DiscardHandler)
-		if os.Getenv("RMQ_DEBUG_LOG") != "" {
-			lg = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("w", w)
-		}
+		lg := debugLogger().With("w", w)
 		co := cutOffCoordinator(t, kind, w, r, lg)
 		c, err := rmq.New(r, rmq.WithNamespace(ns), rmq.WithCoordinator(co), rmq.WithConsumeTimeout(2*time.Second), rmq.WithLogger(lg))
 		require.NoError(t, err)

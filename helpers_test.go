@@ -2,6 +2,8 @@ package rmq_test
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -132,4 +134,12 @@ func stats(t *testing.T, c *rmq.Client, topic string) rmq.Stats {
 	st, err := c.Stats(context.Background(), topic)
 	require.NoError(t, err)
 	return st
+}
+
+// debugLogger logs to stderr when RMQ_DEBUG_LOG is set, and discards otherwise.
+func debugLogger() *slog.Logger {
+	if os.Getenv("RMQ_DEBUG_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
 }

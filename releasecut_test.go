@@ -3,8 +3,6 @@ package rmq_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -188,12 +186,4 @@ func TestClusterReleaseIntoACutMasterHoldsTheThreadOnce(t *testing.T) {
 		return n == 0
 	})
 	t.Logf("the held message was delivered %d times", len(deliveries(held)))
-}
-
-// debugLogger logs to stderr when RMQ_DEBUG_LOG is set, and discards otherwise.
-func debugLogger() *slog.Logger {
-	if os.Getenv("RMQ_DEBUG_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
 }
