@@ -165,14 +165,17 @@ func (c *Client) Shutdown(ctx context.Context) error {
 //
 // If ctx ends first, Close returns ctx.Err() once no goroutine of the client
 // touches Redis any more (see Shutdown for how long that can take; the
-// producer adds at most one write under way, bounded the same way, and fails
-// Sends still queued with ErrClosed). Close is idempotent.
+// producer adds at most one write under way, bounded the same way, and the
+// SendBatch pipelines under way, even those whose callers' ctx ended; it fails
+// Sends still queued, and SendBatch calls from then on, with ErrClosed).
+// Close is idempotent.
 func (c *Client) Close(ctx context.Context) error {
 	err := c.Shutdown(ctx)
 	c.mu.Lock()
 	c.state = stateClosed
 	c.closed.Store(true)
 	c.mu.Unlock()
+	c.batches.shut()
 	c.broker.Close(ctx)
 	c.stats.close(ctx)
 	c.hardCancel()

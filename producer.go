@@ -45,6 +45,11 @@ func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
 // is validated first: if one is bad, SendBatch returns its error (naming its
 // index) and stores nothing. On a Redis error some messages may have been
 // stored; sending the batch again is safe, since copies of one content merge.
+//
+// If ctx ends first, SendBatch returns ctx.Err() and the messages may or may
+// not have been stored: a pipeline already written runs on until its replies
+// come or the Redis client's timeouts end it (go-redis's reads heed a ctx's
+// deadline only with ContextTimeoutEnabled), and Close waits for it.
 func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error {
 	if len(msgs) == 0 {
 		return nil
@@ -62,16 +67,25 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 		}
 		entries[i], topics[i] = e, t
 	}
-	errs, _ := p.c.broker.Enqueue(ctx, entries, nil) // a failed wake-up is logged there
-	stored := false
-	for i, t := range topics {
-		if errs == nil || errs[i] == nil {
-			t.metrics.sent.Add(1)
-			stored = true
-		}
+	if !p.c.batches.enter() {
+		return ErrClosed
 	}
-	if stored {
-		p.c.stats.start()
+	done := make(chan []error, 1)
+	go func() {
+		defer p.c.batches.leave()
+		errs, _ := p.c.broker.Enqueue(ctx, entries, nil) // a failed wake-up is logged there
+		p.counted(topics, errs)
+		done <- errs
+	}()
+	var errs []error
+	select {
+	case errs = <-done:
+	case <-ctx.Done():
+		select {
+		case errs = <-done:
+		default:
+			return ctx.Err() // the pipeline runs on (see above)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -82,6 +96,21 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 		}
 	}
 	return nil
+}
+
+// counted counts the messages of a batch to topics that Redis stored (errs:
+// per message, nil if all were).
+func (p *Producer) counted(topics []*topicInfo, errs []error) {
+	stored := false
+	for i, t := range topics {
+		if errs == nil || errs[i] == nil {
+			t.metrics.sent.Add(1)
+			stored = true
+		}
+	}
+	if stored {
+		p.c.stats.start()
+	}
 }
 
 // build validates m and returns its store entry and its topic.

@@ -67,6 +67,7 @@ type Client struct {
 	abandonOnce sync.Once
 	coordDone   chan struct{}  // closed when the coordinator's Run returned
 	consumers   callGate       // consumers' Redis calls; shut when consumption is abandoned
+	batches     callGate       // SendBatch's pipelines; shut by Close, which waits for them
 	background  sync.WaitGroup // the wake-up listener and the presence entry
 	coord       rdb.Coordination
 	backlogs    backlogCache
