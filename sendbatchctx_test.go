@@ -3,7 +3,6 @@ package rmq_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -22,31 +21,21 @@ import (
 // and on a Cluster master.
 func TestSendBatchReturnsWhenItsCtxEnds(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"redis", "cluster"} {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			sendBatchAcrossACut(t, kind)
-		})
-	}
+	testenv.ForEachRealAtOnce(t, sendBatchAcrossACut)
 }
 
-func sendBatchAcrossACut(t *testing.T, kind string) {
+func sendBatchAcrossACut(t *testing.T, b testenv.Backend) {
 	ctx := context.Background()
 	const slots = 8
-	var direct redis.UniversalClient
+	direct, ns := b.Redis, testenv.Namespace(t, b)
 	var through redis.UniversalClient
 	var p *testenv.Partition
-	var ns string
-	if kind == "redis" {
-		b := testenv.Single(t)
-		direct, ns = b.Redis, testenv.Namespace(t, b)
-		p = testenv.StartPartition(t, os.Getenv("RMQ_REDIS_ADDR"))
+	if single, ok := b.Redis.(*redis.Client); ok {
+		p = testenv.StartPartition(t, single.Options().Addr)
 		r := redis.NewClient(&redis.Options{Addr: p.Addr()})
 		t.Cleanup(func() { r.Close() })
 		through = r
 	} else {
-		b := testenv.Cluster(t)
-		direct, ns = b.Redis, testenv.Namespace(t, b)
 		m, err := b.Redis.(*redis.ClusterClient).MasterForKey(ctx, fmt.Sprintf("%s:{t:0}:store", ns))
 		require.NoError(t, err)
 		p = testenv.StartPartition(t, m.Options().Addr)
