@@ -96,28 +96,45 @@ func BenchmarkSendCluster(b *testing.B) {
 }
 
 func benchmarkSend(b *testing.B, senders int, stream bool) {
-	var r redis.UniversalClient
-	if addr := os.Getenv("RMQ_REDIS_ADDR"); addr != "" {
-		r = redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
-	} else {
-		m := miniredis.RunT(b)
-		r = redis.NewClient(&redis.Options{Addr: m.Addr()})
-	}
+	r := benchRedis(b, 64)
 	defer r.Close()
 	benchmarkSendOn(b, r, senders, stream)
 }
 
-func benchmarkSendOn(b *testing.B, r redis.UniversalClient, senders int, stream bool) {
+// benchRedis returns a client on the real Redis of RMQ_REDIS_ADDR with a
+// pool of poolSize (go-redis's default if 0), or on miniredis without it.
+func benchRedis(b *testing.B, poolSize int) redis.UniversalClient {
+	if addr := os.Getenv("RMQ_REDIS_ADDR"); addr != "" {
+		return redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize})
+	}
+	return redis.NewClient(&redis.Options{Addr: miniredis.RunT(b).Addr()})
+}
+
+// benchTopic returns a client on r in a namespace of its own with topic "t"
+// (Priority, 64 slots), and a func that closes it and deletes what it stored.
+func benchTopic(b *testing.B, r redis.UniversalClient, opts ...Option) (*Client, func()) {
 	ns := fmt.Sprintf("bench%d", time.Now().UnixNano())
-	c, err := New(r, WithNamespace(ns), WithSendStream(stream))
+	c, err := New(r, append([]Option{WithNamespace(ns)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	defer c.Close(ctx)
 	if err := c.DefineTopic(ctx, Topic{Name: "t", SlotAmount: 64, Type: Priority}); err != nil {
 		b.Fatal(err)
 	}
+	return c, func() {
+		c.Close(ctx)
+		r.Del(ctx, ns+":topics")
+		for _, k := range c.topics.get("t").slots {
+			r.Del(ctx, k.Store)
+		}
+	}
+}
+
+func benchmarkSendOn(b *testing.B, r redis.UniversalClient, senders int, stream bool) {
+	c, done := benchTopic(b, r, WithSendStream(stream))
+	defer done()
+	ctx := context.Background()
 	var seq atomic.Int64
 	cpu0 := serversCPU(ctx, r)
 	b.ReportAllocs()
@@ -143,10 +160,6 @@ func benchmarkSendOn(b *testing.B, r redis.UniversalClient, senders int, stream 
 	n := &c.counters.send
 	b.ReportMetric(float64(n.Written.Load())/float64(max(n.Writes.Load(), 1)), "msgs/write")
 	b.ReportMetric(float64(per*senders)/b.Elapsed().Seconds(), "msgs/s")
-	r.Del(ctx, ns+":topics")
-	for _, k := range c.topics.get("t").slots {
-		r.Del(ctx, k.Store)
-	}
 }
 
 // serversCPU returns the CPU seconds every server of r has spent, or -1

@@ -3,12 +3,7 @@ package rmq
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
-	"time"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkSendBatch measures SendBatch from one goroutine, b.N calls of
@@ -21,23 +16,11 @@ func BenchmarkSendBatch(b *testing.B) {
 }
 
 func benchmarkSendBatch(b *testing.B, size int) {
-	var r redis.UniversalClient
-	if addr := os.Getenv("RMQ_REDIS_ADDR"); addr != "" {
-		r = redis.NewClient(&redis.Options{Addr: addr})
-	} else {
-		r = redis.NewClient(&redis.Options{Addr: miniredis.RunT(b).Addr()})
-	}
+	r := benchRedis(b, 0)
 	defer r.Close()
-	ns := fmt.Sprintf("benchbatch%d", time.Now().UnixNano())
-	c, err := New(r, WithNamespace(ns))
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, done := benchTopic(b, r)
+	defer done()
 	ctx := context.Background()
-	defer c.Close(ctx)
-	if err := c.DefineTopic(ctx, Topic{Name: "t", SlotAmount: 64, Type: Priority}); err != nil {
-		b.Fatal(err)
-	}
 	msgs := make([]OutgoingMessage, size)
 	seq := 0
 	b.ReportAllocs()
@@ -51,8 +34,4 @@ func benchmarkSendBatch(b *testing.B, size int) {
 		}
 	}
 	b.ReportMetric(float64(seq)/b.Elapsed().Seconds(), "msgs/s")
-	r.Del(ctx, ns+":topics")
-	for _, k := range c.topics.get("t").slots {
-		r.Del(ctx, k.Store)
-	}
 }
