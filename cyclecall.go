@@ -145,17 +145,11 @@ func (t *thread) awaitPop(s *slotState) {
 	if t.sub.c.declines.Has(t.sub.topic.Name, s.lease.Slot()) {
 		why = "the slot's master out of reach"
 	} else {
-		wait := time.NewTimer(flushWait)
-		select {
-		case <-c.done:
-		case <-wait.C:
-			select {
-			case <-c.done:
-			default:
-				why = "the slot's master not answering"
-			}
+		bound, cancel := context.WithTimeout(context.Background(), flushWait)
+		if _, back := awaitOr(c.done, bound.Done()); !back {
+			why = "the slot's master not answering"
 		}
-		wait.Stop()
+		cancel()
 	}
 	if why != "" {
 		s.busy = nil

@@ -77,15 +77,9 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 		p.counted(topics, errs)
 		done <- errs
 	}()
-	var errs []error
-	select {
-	case errs = <-done:
-	case <-ctx.Done():
-		select {
-		case errs = <-done:
-		default:
-			return ctx.Err() // the pipeline runs on (see above)
-		}
+	errs, back := awaitOr(done, ctx.Done())
+	if !back {
+		return ctx.Err() // the pipeline runs on (see above)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

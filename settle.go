@@ -38,15 +38,8 @@ func (t *thread) flush(hard context.Context, s *slotState) error {
 	defer cancel()
 	done, req := make(chan error, 1), t.request(s, 0)
 	go func() { done <- t.cycleErr(ctx, s, req) }()
-	select {
-	case err := <-done:
+	if err, back := awaitOr(done, ctx.Done()); back {
 		return t.flushed(s, err)
-	case <-ctx.Done():
-	}
-	select {
-	case err := <-done:
-		return t.flushed(s, err)
-	default:
 	}
 	if err := hard.Err(); err != nil {
 		return err
