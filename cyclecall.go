@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // softWait is how long a thread waits for a pop on a Redis Cluster before it
@@ -146,7 +147,7 @@ func (t *thread) awaitPop(s *slotState) {
 		why = "the slot's master out of reach"
 	} else {
 		bound, cancel := context.WithTimeout(context.Background(), flushWait)
-		if _, back := awaitOr(c.done, bound.Done()); !back {
+		if _, back := wait.Or(c.done, bound.Done()); !back {
 			why = "the slot's master not answering"
 		}
 		cancel()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/wait"
 )
 
 // Producer sends messages. It is safe for concurrent use. It validates and
@@ -77,7 +78,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 		p.counted(topics, errs)
 		done <- errs
 	}()
-	errs, back := awaitOr(done, ctx.Done())
+	errs, back := wait.Or(done, ctx.Done())
 	if !back {
 		return ctx.Err() // the pipeline runs on (see above)
 	}

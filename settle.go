@@ -38,7 +38,7 @@ func (t *thread) flush(hard context.Context, s *slotState) error {
 	defer cancel()
 	done, req := make(chan error, 1), t.request(s, 0)
 	go func() { done <- t.cycleErr(ctx, s, req) }()
-	if err, back := awaitOr(done, ctx.Done()); back {
+	if err, back := wait.Or(done, ctx.Done()); back {
 		return t.flushed(s, err)
 	}
 	if err := hard.Err(); err != nil {

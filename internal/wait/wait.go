@@ -1,5 +1,5 @@
-// Package wait holds the two small waiting helpers the consumer and the
-// coordinator share.
+// Package wait holds the small waiting helpers the consumer, the producer,
+// the coordinator and the Redis layer share.
 package wait
 
 import (
@@ -24,5 +24,23 @@ func Sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	}
+}
+
+// Or returns what done yields, or false if stop closes first: the caller
+// leaves the call behind done running. A result ready when stop closes
+// still wins.
+func Or[T any](done <-chan T, stop <-chan struct{}) (T, bool) {
+	select {
+	case v := <-done:
+		return v, true
+	case <-stop:
+	}
+	select {
+	case v := <-done:
+		return v, true
+	default:
+		var zero T
+		return zero, false
 	}
 }
