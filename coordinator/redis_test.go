@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -161,11 +158,7 @@ func startDecliningWorker(t *testing.T, b testenv.Backend, ns, name string, boar
 	co := &flakyCoordination{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns))}
 	m := Member{Namespace: ns, DrainTimeout: 5 * time.Second, Declines: declines,
 		Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: threads}}}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("RMQ_DEBUG_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	run := newRedisRun(co, RedisConfig{LeaseTTL: ttl, WorkerID: name}, log, m,
+	run := newRedisRun(co, RedisConfig{LeaseTTL: ttl, WorkerID: name}, testLog(), m,
 		&testThreads{worker: name, board: board, drain: 5 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &testWorker{name: name, co: co, stop: cancel, done: make(chan error, 1)}

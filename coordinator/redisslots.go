@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,14 +146,15 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 	for i, c := range done {
 		keys[i], records[i] = t.keys[c.slot], c.record
 	}
-	var each *rdb.EachError
-	if err := r.co.Release(ctx, keys, records); err != nil && (!errors.As(err, &each) || len(each.Errs) != len(done)) {
+	err := r.co.Release(ctx, keys, records)
+	failed := eachFailed(err, len(done))
+	if err != nil && failed == nil {
 		return fmt.Errorf("rmq: redis coordinator: release slots of %s: %w", t.Topic, err)
 	}
 	freed := 0
 	for i, c := range done {
-		if each != nil && each.Errs[i] != nil {
-			r.releaseFailed(t, c, each.Errs[i])
+		if failed != nil && failed[i] != nil {
+			r.releaseFailed(t, c, failed[i])
 			continue
 		}
 		if c.unreleased > 0 {
@@ -198,11 +200,20 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 		keys[i] = t.keys[s]
 	}
 	records, err := r.co.Owners(ctx, keys)
-	if err != nil {
+	failed := eachFailed(err, len(keys)) // records of a master out of reach, say: claim the others
+	if err != nil && failed == nil {
 		return fmt.Errorf("rmq: redis coordinator: read owners of %s: %w", t.Topic, err)
+	}
+	var partly error // returned once the rest is claimed: the loop retries with backoff
+	if failed != nil {
+		partly = fmt.Errorf("rmq: redis coordinator: read owners of %s: %w", t.Topic, err)
 	}
 	holders := make([]string, 0)
 	for i, rec := range records {
+		if failed != nil && failed[i] != nil {
+			slots[i] = -1 // not read: tried again at the next look
+			continue
+		}
 		if h := holderOf(rec); h != "" && h != id {
 			holders = append(holders, h)
 		} else if h == id {
@@ -246,20 +257,36 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 		expected = append(expected, rec)
 	}
 	if len(claimKeys) == 0 {
-		return nil
+		return partly
 	}
 	won, err := r.co.Claim(ctx, id, claimKeys, expected)
 	if err != nil {
-		return fmt.Errorf("rmq: redis coordinator: claim slots of %s: %w", t.Topic, err)
+		if eachFailed(err, len(claimKeys)) == nil {
+			return fmt.Errorf("rmq: redis coordinator: claim slots of %s: %w", t.Topic, err)
+		}
+		// Not claimed as far as this worker knows; a claim that went through
+		// all the same names this incarnation, and the next look holds it
+		// (ours already, above).
+		partly = cmp.Or(partly, fmt.Errorf("rmq: redis coordinator: claim slots of %s: %w", t.Topic, err))
 	}
 	for i, rec := range won {
 		if rec == "" {
-			r.busy = true // the record changed meanwhile: look again
+			r.busy = true // the record changed meanwhile, or its master did not answer: look again
 			continue
 		}
 		r.hold(t, claimSlots[i], rec)
 	}
-	return nil
+	return partly
+}
+
+// eachFailed returns the failure of each of n calls if err is an
+// *rdb.EachError of n calls (some went through, others did not), else nil.
+func eachFailed(err error, n int) []error {
+	var each *rdb.EachError
+	if !errors.As(err, &each) || len(each.Errs) != n {
+		return nil
+	}
+	return each.Errs
 }
 
 // liveness returns which of holders are still members.

@@ -13,7 +13,7 @@ func (b *redisBroker) Controls(ctx context.Context) (map[string]string, error) {
 }
 
 // SetControl stores topic's flow control ("" deletes it) and announces the
-// change on the control channel.
+// change on the control channel, through the controls' master (publishAt).
 func (b *redisBroker) SetControl(ctx context.Context, topic, control string) error {
 	var err error
 	if control == "" {
@@ -24,7 +24,7 @@ func (b *redisBroker) SetControl(ctx context.Context, topic, control string) err
 	if err != nil {
 		return err
 	}
-	return b.rdb.Publish(ctx, b.keys.ControlChannel(), topic).Err()
+	return publishAt(ctx, b.rdb, b.keys.Controls(), b.keys.ControlChannel(), topic)
 }
 
 // DeleteSlot implements Broker with deleteslot.lua: the emptiness check and

@@ -2,8 +2,8 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -71,6 +71,9 @@ type coordination struct {
 	rdb  redis.UniversalClient
 	keys Keyspace
 	topo *topology // the Cluster's; nil on a single node
+	// slow holds the masters with a call of the owner records left running
+	// (Owners, Claim, Release wait for a master at most MasterWait).
+	slow masterGate
 }
 
 var _ Coordination = (*coordination)(nil)
@@ -202,33 +205,56 @@ func (c *coordination) Assignments(ctx context.Context, topics []string) ([]stri
 	return out, nil
 }
 
-// Owners implements Coordination.
+// Owners implements Coordination. On a Cluster it waits for each master at
+// most MasterWait: the records of one that did not answer read "" and
+// fail with ErrUnanswered in the *EachError, the others are returned.
 func (c *coordination) Owners(ctx context.Context, owners []string) ([]string, error) {
-	p := NewRoutedPipeline(c.rdb)
+	p := NewRoutedPipeline(c.rdb).Bounded(&c.slow)
 	cmds := make([]*redis.StringCmd, len(owners))
+	on := make([]redis.Pipeliner, len(owners))
 	for i, key := range owners {
-		cmds[i] = p.On(ctx, key).Get(ctx, key)
+		on[i] = p.On(ctx, key)
+		cmds[i] = on[i].Get(ctx, key)
 	}
-	if err := p.Exec(ctx); err != nil {
-		return nil, err
+	err := p.Exec(ctx)
+	if err == nil {
+		out := make([]string, len(owners))
+		for i, cmd := range cmds {
+			out[i] = cmd.Val()
+		}
+		return out, nil
 	}
 	out := make([]string, len(owners))
+	errs := make([]error, len(owners))
 	for i, cmd := range cmds {
-		out[i] = cmd.Val()
+		switch {
+		case !p.Answered(on[i]):
+			errs[i] = ErrUnanswered
+		case cmd.Err() != nil && !errors.Is(cmd.Err(), redis.Nil):
+			errs[i] = cmd.Err()
+		default:
+			out[i] = cmd.Val()
+		}
 	}
-	return out, nil
+	if each := eachError(errs); each != nil {
+		return out, each
+	}
+	return nil, err
 }
 
-// Claim implements Coordination.
+// Claim implements Coordination. On a Cluster it waits for each master at
+// most MasterWait: a slot of one that did not answer reads "" (not
+// claimed, as far as this call knows) with ErrUnanswered in the
+// *EachError, as does one whose call failed.
 func (c *coordination) Claim(ctx context.Context, id string, owners []string, expected []string) ([]string, error) {
-	results, err := runEach(ctx, c.rdb, claimScript, len(owners), func(i int) ([]string, []any) {
+	results, errs := runEachApart(ctx, c.rdb, &c.slow, claimScript, len(owners), func(i int) ([]string, []any) {
 		return []string{owners[i]}, []any{expected[i], id}
 	})
-	if err != nil {
-		return nil, err
-	}
 	out := make([]string, len(owners))
 	for i, r := range results {
+		if errs[i] != nil {
+			continue
+		}
 		v, ok := r.([]any)
 		if !ok || len(v) != 2 {
 			return nil, fmt.Errorf("rmq: claim script returned %v", r)
@@ -237,55 +263,22 @@ func (c *coordination) Claim(ctx context.Context, id string, owners []string, ex
 			out[i], _ = v[1].(string)
 		}
 	}
-	return out, nil
+	return out, eachError(errs)
 }
 
-// Release implements Coordination.
+// Release implements Coordination. On a Cluster it waits for each master
+// at most MasterWait (ErrUnanswered in the *EachError).
 func (c *coordination) Release(ctx context.Context, owners []string, records []string) error {
-	_, errs := runEachApart(ctx, c.rdb, releaseScript, len(owners), func(i int) ([]string, []any) {
+	_, errs := runEachApart(ctx, c.rdb, &c.slow, releaseScript, len(owners), func(i int) ([]string, []any) {
 		return []string{owners[i]}, []any{records[i]}
 	})
 	return eachError(errs)
 }
 
-// EachError is the error of a call on several keys of which some failed:
-// Errs[i] is the failure of the i-th, nil where it went through.
-type EachError struct {
-	Errs []error
-}
-
-// Error implements error: the first failure, and how many there were.
-func (e *EachError) Error() string {
-	n, first := 0, error(nil)
-	for _, err := range e.Errs {
-		if err != nil {
-			n++
-			if first == nil {
-				first = err
-			}
-		}
-	}
-	return fmt.Sprintf("%d of %d failed, the first: %v", n, len(e.Errs), first)
-}
-
-// Unwrap returns the failures, for errors.Is and errors.As.
-func (e *EachError) Unwrap() []error {
-	return slices.DeleteFunc(slices.Clone(e.Errs), func(err error) bool { return err == nil })
-}
-
-// eachError returns nil if no call of errs failed, else an *EachError.
-func eachError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return &EachError{Errs: errs}
-		}
-	}
-	return nil
-}
-
-// Announce implements Coordination.
+// Announce implements Coordination, through the coordinator's master
+// (publishAt).
 func (c *coordination) Announce(ctx context.Context, msg string) error {
-	return c.rdb.Publish(ctx, c.keys.CoordChannel(), msg).Err()
+	return publishAt(ctx, c.rdb, c.keys.Members(), c.keys.CoordChannel(), msg)
 }
 
 // Listen implements Coordination.
@@ -321,24 +314,13 @@ func (c *coordination) PresentWorkers(ctx context.Context) (map[string]time.Time
 	return out, nil
 }
 
-// runEach runs script n times in one routed pipeline (RoutedPipeline), with
-// the keys and arguments args(i) gives call i, and returns the replies in
-// order. Scripts go as EVALSHA; if the server lacks one (after a restart or
-// failover), it is loaded and the calls that failed go again.
-func runEach(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, n int,
-	args func(i int) ([]string, []any)) ([]any, error) {
-	out, errs := runEachApart(ctx, rdb, script, n, args)
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// runEachApart is runEach, returning each call's failure apart (nil where
-// it went through).
-func runEachApart(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, n int,
+// runEachApart runs script n times in one routed pipeline (RoutedPipeline,
+// Bounded by gate unless it is nil), with the keys and arguments args(i)
+// gives call i, and returns the replies in order, each call's failure apart
+// (nil where it went through; ErrUnanswered where its master did not answer
+// in time). Scripts go as EVALSHA; if the server lacks one (after a restart
+// or failover), it is loaded and the calls that failed go again.
+func runEachApart(ctx context.Context, rdb redis.UniversalClient, gate *masterGate, script *redis.Script, n int,
 	args func(i int) ([]string, []any)) ([]any, []error) {
 	out := make([]any, n)
 	errs := make([]error, n)
@@ -347,15 +329,21 @@ func runEachApart(ctx context.Context, rdb redis.UniversalClient, script *redis.
 		todo[i] = i
 	}
 	for attempt := 0; len(todo) > 0; attempt++ {
-		p := NewRoutedPipeline(rdb)
+		p := NewRoutedPipeline(rdb).Bounded(gate)
 		cmds := make([]*redis.Cmd, len(todo))
+		on := make([]redis.Pipeliner, len(todo))
 		for j, i := range todo {
 			keys, a := args(i)
-			cmds[j] = script.EvalSha(ctx, p.On(ctx, keys[0]), keys, a...)
+			on[j] = p.On(ctx, keys[0])
+			cmds[j] = script.EvalSha(ctx, on[j], keys, a...)
 		}
 		_ = p.Exec(ctx) // errors are read per command below
 		var again []int
 		for j, cmd := range cmds {
+			if !p.Answered(on[j]) {
+				errs[todo[j]] = ErrUnanswered // its call still fills cmd
+				continue
+			}
 			err := cmd.Err()
 			switch {
 			case err == nil:

@@ -3,7 +3,6 @@ package rdb
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -31,6 +30,9 @@ type RoutedPipeline struct {
 	pipes map[string]redis.Pipeliner // a Cluster's, by master address
 	nodes map[string]*redis.Client   // their masters' clients, by address
 	order []redis.Pipeliner
+	addrs []string // each pipeline's master address ("" for one)
+	gate  *masterGate
+	left  map[redis.Pipeliner]bool // those a Bounded Exec left unanswered
 	// away are clients of masters that a redirection named and the slot map
 	// did not; they close at the end of Exec.
 	away map[string]*redis.Client
@@ -53,27 +55,22 @@ func (p *RoutedPipeline) On(ctx context.Context, key string) redis.Pipeliner {
 	if p.one == nil {
 		p.one = p.client.Pipeline()
 		p.order = append(p.order, p.one)
+		p.addrs = append(p.addrs, "")
 	}
 	return p.one
 }
 
 // Exec sends every pipeline, then each command redirected on its own, and
 // returns the first error of a command other than redis.Nil (a missing key
-// is an answer, not a failure); each command carries its own. A failure that
-// says the slot map may be stale (a dead master, CLUSTERDOWN, …) asks for
-// its reload (topology.failed). It empties the pipelines.
+// is an answer, not a failure); each command carries its own, except those
+// of a master a Bounded Exec left unanswered (ErrUnanswered; Answered). A
+// failure that says the slot map may be stale (a dead master, CLUSTERDOWN,
+// …) asks for its reload (topology.failed). It empties
+// the pipelines; one left unanswered is emptied by its call, so a
+// RoutedPipeline serves one Exec.
 func (p *RoutedPipeline) Exec(ctx context.Context) error {
 	defer p.closeAway()
-	done := make([][]redis.Cmder, len(p.order))
-	if len(p.order) == 1 {
-		done[0], _ = p.order[0].Exec(ctx)
-	} else {
-		var wg sync.WaitGroup
-		for i, pipe := range p.order {
-			wg.Go(func() { done[i], _ = pipe.Exec(ctx) }) // each command carries its own error
-		}
-		wg.Wait()
-	}
+	done := p.execAll(ctx)
 	var first error
 	for _, cmds := range done {
 		reported := false // a node's failure asks for a reload of the slot map once
@@ -97,6 +94,9 @@ func (p *RoutedPipeline) Exec(ctx context.Context) error {
 			}
 		}
 	}
+	if first == nil && len(p.left) > 0 {
+		first = ErrUnanswered
+	}
 	return first
 }
 
@@ -113,6 +113,7 @@ func (p *RoutedPipeline) onNode(node *redis.Client) redis.Pipeliner {
 		p.pipes[addr] = pipe
 		p.nodes[addr] = node
 		p.order = append(p.order, pipe)
+		p.addrs = append(p.addrs, addr)
 	}
 	return pipe
 }

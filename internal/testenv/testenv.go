@@ -76,8 +76,9 @@ func Cluster(t testing.TB) Backend {
 
 // ClusterVia is Cluster whose client dials the node at each key of via at
 // its value instead (a Partition's Addr): the client reaches that node only
-// through it, whatever address the slot map or a redirection names.
-func ClusterVia(t testing.TB, via map[string]string) Backend {
+// through it, whatever address the slot map or a redirection names. Each of
+// tune may change the client's options first.
+func ClusterVia(t testing.TB, via map[string]string, tune ...func(*redis.ClusterOptions)) Backend {
 	t.Helper()
 	addrs := os.Getenv("RMQ_CLUSTER_ADDRS")
 	if addrs == "" || testing.Short() {
@@ -92,6 +93,9 @@ func ClusterVia(t testing.TB, via map[string]string) Backend {
 			}
 			return d.DialContext(ctx, network, addr)
 		}
+	}
+	for _, f := range tune {
+		f(o)
 	}
 	c := redis.NewClusterClient(o)
 	ping(t, c)
