@@ -174,7 +174,10 @@ func New(rdb redis.UniversalClient, keys Keyspace, opts ...Option) Broker {
 	}
 	wakes := &wakeOutcome{log: o.log}
 	wakes.retry = newWakeRetry(func(ctx context.Context, channel string, payload []byte) error {
-		return rdb.Publish(ctx, channel, payload).Err()
+		// Through the namespace's master, which the process reaches for its
+		// controls and counts anyway: a node of go-redis's choosing may be
+		// the one whose trouble failed the first publication.
+		return publishAt(ctx, rdb, keys.Controls(), channel, payload)
 	}, wakes.Complete)
 	b := &redisBroker{rdb: rdb, keys: keys, topo: topologyOf(rdb), counts: o.counts, log: o.log,
 		wakes: wakes, ack: o.ack}
