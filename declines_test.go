@@ -118,11 +118,7 @@ func cutOffFromOneMaster(t *testing.T, kind string) {
 	ctx := context.Background()
 	ns := testenv.Namespace(t, b)
 	const slots = 32
-	masterOf := func(key string) string {
-		m, err := direct.MasterForKey(ctx, key)
-		require.NoError(t, err)
-		return m.Options().Addr
-	}
+	masterOf := func(key string) string { return testenv.MasterOf(t, direct, key) }
 	coordMaster := masterOf(ns + ":{" + ns + "}:members")
 	// Every master but the coordinator's goes through a proxy for worker a.
 	proxies := map[string]*testenv.Partition{}

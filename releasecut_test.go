@@ -104,11 +104,7 @@ func TestClusterReleaseIntoACutMasterHoldsTheThreadOnce(t *testing.T) {
 	ctx := context.Background()
 	ns := testenv.Namespace(t, b)
 	const slots = 8
-	masterOf := func(slot int) string {
-		m, err := direct.MasterForKey(ctx, fmt.Sprintf("%s:{t:%d}:store", ns, slot))
-		require.NoError(t, err)
-		return m.Options().Addr
-	}
+	masterOf := func(slot int) string { return testenv.MasterOf(t, direct, fmt.Sprintf("%s:{t:%d}:store", ns, slot)) }
 	cutSlot, otherSlot := 0, -1
 	cutAddr := masterOf(cutSlot)
 	for s := 1; s < slots && otherSlot < 0; s++ {

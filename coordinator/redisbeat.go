@@ -120,34 +120,27 @@ const expiryGrace = 10 * time.Millisecond
 
 // listen follows the coordinator's channel until ctx ends. A subscription
 // (or a resubscription after a reconnect, across which messages are lost)
-// makes the loop read everything again.
+// makes the loop read everything again. What it does is safe from two
+// goroutines at once (Coordination.Listen on a Cluster).
 func (r *redisRun) listen(ctx context.Context) {
-	ps := r.co.Listen(ctx)
-	defer ps.Close()
-	msgs := ps.ChannelWithSubscriptions()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m := <-msgs:
-			switch m := m.(type) {
-			case *redis.Subscription:
-				r.assignDirty.Store(true)
+	r.co.Listen(ctx, func(m any) {
+		switch m := m.(type) {
+		case *redis.Subscription:
+			r.assignDirty.Store(true)
+			r.leadDirty.Store(true)
+			r.beatSoon()
+			r.poke()
+		case *redis.Message:
+			switch m.Payload {
+			case "members":
 				r.leadDirty.Store(true)
-				r.beatSoon()
-				r.poke()
-			case *redis.Message:
-				switch m.Payload {
-				case "members":
-					r.leadDirty.Store(true)
-					r.beatSoon() // a leader may have left: take the lease
-				case "epoch":
-					r.assignDirty.Store(true)
-				}
-				r.poke()
+				r.beatSoon() // a leader may have left: take the lease
+			case "epoch":
+				r.assignDirty.Store(true)
 			}
+			r.poke()
 		}
-	}
+	})
 }
 
 // replicaLag bounds how far behind its master a replica may be, for the lease

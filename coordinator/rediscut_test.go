@@ -26,14 +26,9 @@ func TestRedisCoordinatorCutFromOneMasterServesTheOthers(t *testing.T) {
 	t.Parallel()
 	b := testenv.Cluster(t)
 	direct := b.Redis.(*redis.ClusterClient)
-	ctx := context.Background()
 	ns := testenv.Namespace(t, b)
 	keys := rdb.NewKeyspace(ns)
-	masterOf := func(key string) string {
-		m, err := direct.MasterForKey(ctx, key)
-		require.NoError(t, err)
-		return m.Options().Addr
-	}
+	masterOf := func(key string) string { return testenv.MasterOf(t, direct, key) }
 	coordMaster := masterOf(keys.Members())
 	owners := keys.OwnerKeys(testTopic, 16)
 	onCut := map[int]bool{}

@@ -45,8 +45,12 @@ type Coordination interface {
 	Release(ctx context.Context, owners []string, records []string) error
 	// Announce publishes msg on the coordinator's channel.
 	Announce(ctx context.Context, msg string) error
-	// Listen subscribes to the coordinator's channel.
-	Listen(ctx context.Context) *redis.PubSub
+	// Listen follows the coordinator's channel until ctx ends, handing
+	// deliver each *redis.Message and each (re)subscription
+	// (*redis.Subscription; messages are lost across a reconnect). On a
+	// Cluster it listens through two masters (listenChannels), so a message
+	// may come twice and deliver may be called from two goroutines at once.
+	Listen(ctx context.Context, deliver func(msg any))
 	// Presence records me ("<coordinator>/<process id>") as consuming topics
 	// of the namespace for ttl (mode "join", "renew" or "leave"; see
 	// presence.lua) and returns the first neighbour that conflicts ("" for none).
@@ -282,8 +286,8 @@ func (c *coordination) Announce(ctx context.Context, msg string) error {
 }
 
 // Listen implements Coordination.
-func (c *coordination) Listen(ctx context.Context) *redis.PubSub {
-	return c.rdb.Subscribe(ctx, c.keys.CoordChannel())
+func (c *coordination) Listen(ctx context.Context, deliver func(msg any)) {
+	listenChannels(ctx, c.rdb, c.topo, []string{c.keys.CoordChannel()}, deliver)
 }
 
 // Presence implements Coordination.

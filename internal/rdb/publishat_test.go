@@ -24,11 +24,7 @@ func TestPublishAtGoesThroughTheKeysMaster(t *testing.T) {
 	direct := b.Redis.(*redis.ClusterClient)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, b)
-	masterOf := func(key string) string {
-		m, err := direct.MasterForKey(ctx, key)
-		require.NoError(t, err)
-		return m.Options().Addr
-	}
+	masterOf := func(key string) string { return testenv.MasterOf(t, direct, key) }
 	keys := NewKeyspace(ns)
 	home := keys.Controls()
 	var cutKey string

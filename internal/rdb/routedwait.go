@@ -70,7 +70,7 @@ func (p *RoutedPipeline) Answered(pipe redis.Pipeliner) bool {
 }
 
 // execAll runs every pipeline, the masters at once, and returns each one's
-// commands; nil for one left unanswered (Bounded).
+// commands; nil for one left unanswered (Bounded, Answered).
 func (p *RoutedPipeline) execAll(ctx context.Context) [][]redis.Cmder {
 	done := make([][]redis.Cmder, len(p.order))
 	switch {
@@ -104,10 +104,11 @@ func (p *RoutedPipeline) execWithin(ctx context.Context, done [][]redis.Cmder) {
 	timer := time.AfterFunc(MasterWait, func() { close(stop) })
 	defer timer.Stop()
 	for i, c := range calls {
+		answered := false
 		if c != nil {
-			done[i] = c.await(stop)
+			done[i], answered = c.await(stop)
 		}
-		if done[i] == nil {
+		if !answered {
 			if p.left == nil {
 				p.left = make(map[redis.Pipeliner]bool)
 			}
@@ -140,18 +141,18 @@ func (c *boundedCall) run(ctx context.Context, pipe redis.Pipeliner) {
 	}
 }
 
-// await returns the call's commands, or nil if stop closes first: the call
-// is then left running, counted by the gate until it ends.
-func (c *boundedCall) await(stop <-chan struct{}) []redis.Cmder {
+// await returns the call's commands, or false if stop closes first: the
+// call is then left running, counted by the gate until it ends.
+func (c *boundedCall) await(stop <-chan struct{}) ([]redis.Cmder, bool) {
 	if cmds, ok := wait.Or(c.answer, stop); ok {
-		return cmds
+		return cmds, true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended {
-		return <-c.answer // it ended meanwhile: sent before ended was set
+		return <-c.answer, true // it ended meanwhile: sent before ended was set
 	}
 	c.isLeft = true
 	c.gate.add(c.addr, 1)
-	return nil
+	return nil, false
 }

@@ -24,11 +24,7 @@ func TestBoundedPipelineLeavesACutMasterBehind(t *testing.T) {
 	direct := b.Redis.(*redis.ClusterClient)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, b)
-	masterOf := func(key string) string {
-		m, err := direct.MasterForKey(ctx, key)
-		require.NoError(t, err)
-		return m.Options().Addr
-	}
+	masterOf := func(key string) string { return testenv.MasterOf(t, direct, key) }
 	var keys []string
 	byMaster := map[string]string{} // one key per master
 	for i := 0; len(byMaster) < 3 && i < 1000; i++ {

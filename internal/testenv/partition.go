@@ -1,11 +1,15 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Partition is a TCP proxy on a loopback port of its own that forwards every
@@ -202,4 +206,22 @@ func (p *Partition) pipe(dst, src net.Conn) {
 			return
 		}
 	}
+}
+
+// MasterOf returns the address of the master that c's slot map names for
+// key (c a Cluster client), failing t if it names none: the node to cut
+// off, with a Partition, to cut a process off from key.
+func MasterOf(t testing.TB, c redis.UniversalClient, key string) string {
+	t.Helper()
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		t.Fatalf("the master of %s: %T is not a Cluster client", key, c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatalf("the master of %s: %v", key, err)
+	}
+	return m.Options().Addr
 }

@@ -101,16 +101,8 @@ func testChurnDataPartition(t *testing.T) {
 	r := newChurnRun(t, redisKind, clusterRedis)
 	r.lookahead = churnLookahead
 	r.env = map[string][]string{}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	cc := r.b.Redis.(*redis.ClusterClient)
-	masterOf := func(key string) string {
-		m, err := cc.MasterForKey(ctx, key)
-		if err != nil {
-			t.Fatalf("the master of %s: %v", key, err)
-		}
-		return m.Options().Addr
-	}
+	masterOf := func(key string) string { return testenv.MasterOf(t, cc, key) }
 	coord := masterOf("{" + r.ns + "}")
 	bySlot := make([]string, churnSlots)
 	count := map[string]int{}
