@@ -45,7 +45,7 @@ func dial(ctx context.Context, addrs []string, cluster bool) (redis.UniversalCli
 	if err != nil {
 		return nil, err
 	}
-	if err := ping(ctx, r, addrs); err != nil {
+	if err := ping(ctx, r, addrs, ""); err != nil {
 		r.Close()
 		return nil, err
 	}
@@ -61,15 +61,31 @@ func newRedis(addrs []string, cluster bool) (redis.UniversalClient, error) {
 	return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: cluster}), nil
 }
 
-// ping checks that r answers within a few seconds.
-func ping(ctx context.Context, r redis.UniversalClient, addrs []string) error {
+// ping checks that r answers within a few seconds. On a Cluster it asks the
+// master of key, one the command needs ("" for any node): go-redis sends a
+// PING, which names no key, to a node of its choosing, which may be a
+// master that is down or frozen while the one the command reads serves.
+func ping(ctx context.Context, r redis.UniversalClient, addrs []string, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := r.Ping(ctx).Err(); err != nil {
+	var err error
+	if cc, ok := r.(*redis.ClusterClient); ok && key != "" {
+		var node *redis.Client
+		if node, err = cc.MasterForKey(ctx, key); err == nil {
+			err = node.Ping(ctx).Err()
+		}
+	} else {
+		err = r.Ping(ctx).Err()
+	}
+	if err != nil {
 		return fmt.Errorf("redis %s: %w", strings.Join(addrs, ","), err)
 	}
 	return nil
 }
+
+// namespaceKey is a key in the hash slot of namespace's own keys (its topic
+// definitions, flow controls and coordinator), by their shared hash tag.
+func namespaceKey(namespace string) string { return "{" + namespace + "}" }
 
 // adminFlags are the flags every admin subcommand takes.
 type adminFlags struct {
@@ -104,7 +120,7 @@ func (f *adminFlags) connect(ctx context.Context) (*rmq.Client, func(), error) {
 		c.Close(context.Background()) // never started: returns at once
 		r.Close()
 	}
-	if err := ping(ctx, r, addrs); err != nil {
+	if err := ping(ctx, r, addrs, namespaceKey(f.namespace)); err != nil {
 		closeAll()
 		return nil, nil, err
 	}
