@@ -220,30 +220,20 @@ func (c *coordination) Owners(ctx context.Context, owners []string) ([]string, e
 		on[i] = p.On(ctx, key)
 		cmds[i] = on[i].Get(ctx, key)
 	}
-	err := p.Exec(ctx)
-	if err == nil {
-		out := make([]string, len(owners))
-		for i, cmd := range cmds {
-			out[i] = cmd.Val()
-		}
-		return out, nil
-	}
+	_ = p.Exec(ctx) // each command carries its own failure
 	out := make([]string, len(owners))
 	errs := make([]error, len(owners))
 	for i, cmd := range cmds {
 		switch {
 		case !p.Answered(on[i]):
-			errs[i] = ErrUnanswered
+			errs[i] = ErrUnanswered // its call still fills cmd
 		case cmd.Err() != nil && !errors.Is(cmd.Err(), redis.Nil):
 			errs[i] = cmd.Err()
 		default:
 			out[i] = cmd.Val()
 		}
 	}
-	if each := eachError(errs); each != nil {
-		return out, each
-	}
-	return nil, err
+	return out, eachError(errs)
 }
 
 // Claim implements Coordination. On a Cluster it waits for each master at
