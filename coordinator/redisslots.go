@@ -201,12 +201,12 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	}
 	records, err := r.co.Owners(ctx, keys)
 	failed := eachFailed(err, len(keys)) // records of a master out of reach, say: claim the others
-	if err != nil && failed == nil {
-		return fmt.Errorf("rmq: redis coordinator: read owners of %s: %w", t.Topic, err)
-	}
-	var partly error // returned once the rest is claimed: the loop retries with backoff
-	if failed != nil {
+	var partly error                     // returned once the rest is claimed: the loop retries with backoff
+	if err != nil {
 		partly = fmt.Errorf("rmq: redis coordinator: read owners of %s: %w", t.Topic, err)
+		if failed == nil {
+			return partly
+		}
 	}
 	holders := make([]string, 0)
 	for i, rec := range records {

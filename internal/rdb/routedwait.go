@@ -73,18 +73,19 @@ func (p *RoutedPipeline) Answered(pipe redis.Pipeliner) bool {
 // commands; nil for one left unanswered (Bounded, Answered).
 func (p *RoutedPipeline) execAll(ctx context.Context) [][]redis.Cmder {
 	done := make([][]redis.Cmder, len(p.order))
-	switch {
-	case len(p.order) == 1 && (p.gate == nil || p.topo == nil):
-		done[0], _ = p.order[0].Exec(ctx)
-	case p.gate == nil || p.topo == nil:
-		var wg sync.WaitGroup
-		for i, pipe := range p.order {
-			wg.Go(func() { done[i], _ = pipe.Exec(ctx) }) // each command carries its own error
-		}
-		wg.Wait()
-	default:
+	if p.gate != nil && p.topo != nil {
 		p.execWithin(ctx, done)
+		return done
 	}
+	if len(p.order) == 1 {
+		done[0], _ = p.order[0].Exec(ctx)
+		return done
+	}
+	var wg sync.WaitGroup
+	for i, pipe := range p.order {
+		wg.Go(func() { done[i], _ = pipe.Exec(ctx) }) // each command carries its own error
+	}
+	wg.Wait()
 	return done
 }
 
