@@ -312,8 +312,12 @@ func (c *coordination) PresentWorkers(ctx context.Context) (map[string]time.Time
 // Bounded by gate unless it is nil), with the keys and arguments args(i)
 // gives call i, and returns the replies in order, each call's failure apart
 // (nil where it went through; ErrUnanswered where its master did not answer
-// in time). Scripts go as EVALSHA; if the server lacks one (after a restart
-// or failover), it is loaded and the calls that failed go again.
+// in time). Scripts go as EVALSHA. The calls a master answered NOSCRIPT
+// (it lost the script: a restart or failover) go again once, the first of
+// each master's as EVAL, which stores the script there before the
+// EVALSHAs behind it in the same pipeline run. Only those masters are sent
+// the script, bounded as the first try: a reload through the client would
+// go to every master and wait for each, one out of reach included.
 func runEachApart(ctx context.Context, rdb redis.UniversalClient, gate *masterGate, script *redis.Script, n int,
 	args func(i int) ([]string, []any)) ([]any, []error) {
 	out := make([]any, n)
@@ -326,9 +330,15 @@ func runEachApart(ctx context.Context, rdb redis.UniversalClient, gate *masterGa
 		p := NewRoutedPipeline(rdb).Bounded(gate)
 		cmds := make([]*redis.Cmd, len(todo))
 		on := make([]redis.Pipeliner, len(todo))
+		sent := map[redis.Pipeliner]bool{} // the masters sent the script
 		for j, i := range todo {
 			keys, a := args(i)
 			on[j] = p.On(ctx, keys[0])
+			if attempt > 0 && !sent[on[j]] {
+				sent[on[j]] = true
+				cmds[j] = script.Eval(ctx, on[j], keys, a...)
+				continue
+			}
 			cmds[j] = script.EvalSha(ctx, on[j], keys, a...)
 		}
 		_ = p.Exec(ctx) // errors are read per command below
@@ -346,14 +356,6 @@ func runEachApart(ctx context.Context, rdb redis.UniversalClient, gate *masterGa
 				again = append(again, todo[j])
 			default: // Exec asked for a reload of the slot map if err says it is stale
 				errs[todo[j]] = err
-			}
-		}
-		if len(again) > 0 {
-			if err := script.Load(ctx, rdb).Err(); err != nil {
-				for _, i := range again {
-					errs[i] = err
-				}
-				break
 			}
 		}
 		todo = again
