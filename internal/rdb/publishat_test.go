@@ -35,10 +35,7 @@ func TestPublishAtGoesThroughTheKeysMaster(t *testing.T) {
 	}
 	require.NotEmpty(t, cutKey)
 	cutAddr := masterOf(cutKey)
-	p := testenv.StartPartition(t, cutAddr)
-	c := testenv.ClusterVia(t, map[string]string{cutAddr: p.Addr()}, func(o *redis.ClusterOptions) {
-		o.ReadTimeout, o.MaxRetries = 300*time.Millisecond, -1
-	}).Redis
+	c, p := viaPartition(t, cutAddr, 300*time.Millisecond)
 	sub := direct.Subscribe(ctx, keys.ControlChannel())
 	t.Cleanup(func() { sub.Close() })
 	_, err := sub.Receive(ctx)

@@ -2,7 +2,6 @@ package rdb
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -24,23 +23,9 @@ func TestBoundedPipelineLeavesACutMasterBehind(t *testing.T) {
 	direct := b.Redis.(*redis.ClusterClient)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, b)
-	masterOf := func(key string) string { return testenv.MasterOf(t, direct, key) }
-	var keys []string
-	byMaster := map[string]string{} // one key per master
-	for i := 0; len(byMaster) < 3 && i < 1000; i++ {
-		k := fmt.Sprintf("%s:{k%d}", ns, i)
-		if _, ok := byMaster[masterOf(k)]; !ok {
-			byMaster[masterOf(k)] = k
-			keys = append(keys, k)
-			require.NoError(t, direct.Set(ctx, k, k, 0).Err())
-		}
-	}
-	require.Len(t, keys, 3, "three masters")
-	cutAddr := masterOf(keys[0])
-	p := testenv.StartPartition(t, cutAddr)
-	c := testenv.ClusterVia(t, map[string]string{cutAddr: p.Addr()}, func(o *redis.ClusterOptions) {
-		o.ReadTimeout, o.MaxRetries = 1500*time.Millisecond, -1
-	}).Redis
+	keys := oneKeyPerMaster(t, direct, ns)
+	cutAddr := testenv.MasterOf(t, direct, keys[0])
+	c, p := viaPartition(t, cutAddr, 1500*time.Millisecond)
 	var gate masterGate
 
 	exec := func() (gets []*redis.StringCmd, on []redis.Pipeliner, rp *RoutedPipeline, err error, took time.Duration) {

@@ -25,25 +25,11 @@ func TestScriptReloadLeavesACutMasterBehind(t *testing.T) {
 	direct := b.Redis.(*redis.ClusterClient)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, b)
-	masterOf := func(key string) string { return testenv.MasterOf(t, direct, key) }
-	var keys []string
-	byMaster := map[string]string{} // one key per master
-	for i := 0; len(byMaster) < 3 && i < 1000; i++ {
-		k := fmt.Sprintf("%s:{k%d}", ns, i)
-		if _, ok := byMaster[masterOf(k)]; !ok {
-			byMaster[masterOf(k)] = k
-			keys = append(keys, k)
-			require.NoError(t, direct.Set(ctx, k, k, 0).Err())
-		}
-	}
-	require.Len(t, keys, 3, "three masters")
+	keys := oneKeyPerMaster(t, direct, ns)
 	// A script of this test's own, so that no master has it yet.
 	script := redis.NewScript(fmt.Sprintf("-- %s\nreturn redis.call('GET', KEYS[1])", ns))
-	cutAddr := masterOf(keys[0])
-	p := testenv.StartPartition(t, cutAddr)
-	c := testenv.ClusterVia(t, map[string]string{cutAddr: p.Addr()}, func(o *redis.ClusterOptions) {
-		o.ReadTimeout, o.MaxRetries = 1500*time.Millisecond, -1
-	}).Redis
+	cutAddr := testenv.MasterOf(t, direct, keys[0])
+	c, p := viaPartition(t, cutAddr, 1500*time.Millisecond)
 	var gate masterGate
 	run := func() ([]any, []error, time.Duration) {
 		start := time.Now()
