@@ -29,20 +29,25 @@ const listenRefresh = time.Second
 // either receives: every message and (re)subscription arrives about once
 // per node. There deliver is called from each node's goroutine, so at
 // times from two at once.
+//
+// It returns as soon as ctx ends, and deliver is not called after that. A
+// subscription still being made then (go-redis heeds the ctx of a new
+// connection's handshake only with ContextTimeoutEnabled, so one to a
+// master out of reach takes the client's timeouts) is left to end on its
+// own.
 func listenChannels(ctx context.Context, client redis.UniversalClient, topo *topology, channels []string, deliver func(msg any)) {
+	gate := &deliverGate{deliver: deliver}
+	defer gate.end()
 	if topo == nil {
-		ps := client.Subscribe(ctx, channels...)
-		defer ps.Close()
-		pump(ctx, ps, deliver)
+		go subscribe(ctx, client, channels, gate.call)
+		<-ctx.Done()
 		return
 	}
 	subs := make(map[string]context.CancelFunc) // by node address
-	var wg sync.WaitGroup
 	defer func() {
 		for _, stop := range subs {
 			stop()
 		}
-		wg.Wait()
 	}()
 	for {
 		want := listenMasters(ctx, topo)
@@ -58,11 +63,7 @@ func listenChannels(ctx context.Context, client redis.UniversalClient, topo *top
 			}
 			nctx, stop := context.WithCancel(ctx)
 			subs[addr] = stop
-			wg.Go(func() {
-				ps := node.Subscribe(nctx, channels...)
-				defer ps.Close()
-				pump(nctx, ps, deliver)
-			})
+			go subscribe(nctx, node, channels, gate.call)
 		}
 		select {
 		case <-ctx.Done():
@@ -70,6 +71,37 @@ func listenChannels(ctx context.Context, client redis.UniversalClient, topo *top
 		case <-time.After(listenRefresh):
 		}
 	}
+}
+
+// subscribe subscribes c to channels and delivers what arrives until ctx
+// ends.
+func subscribe(ctx context.Context, c redis.UniversalClient, channels []string, deliver func(msg any)) {
+	ps := c.Subscribe(ctx, channels...)
+	defer ps.Close()
+	pump(ctx, ps, deliver)
+}
+
+// deliverGate passes messages to deliver until end.
+type deliverGate struct {
+	mu      sync.RWMutex
+	ended   bool
+	deliver func(msg any)
+}
+
+// call delivers m unless the gate has ended; calls may overlap.
+func (g *deliverGate) call(m any) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if !g.ended {
+		g.deliver(m)
+	}
+}
+
+// end waits for the calls under way and lets no more through.
+func (g *deliverGate) end() {
+	g.mu.Lock()
+	g.ended = true
+	g.mu.Unlock()
 }
 
 // listenMasters returns up to listenNodes masters of topo's current slot map

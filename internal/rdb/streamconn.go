@@ -41,14 +41,23 @@ func newStreamConn(nc net.Conn, readTimeout time.Duration, spin int) *streamConn
 }
 
 // handshake writes cmds and checks every reply, before the reader starts.
-func (c *streamConn) handshake(ctx context.Context, cmds [][]string) error {
+// It ends when ctx does: by its deadline, or at once when it is cancelled
+// (a listen left, a client closed), where a read of a node out of reach
+// would wait for the deadline.
+func (c *streamConn) handshake(ctx context.Context, cmds [][]string) (err error) {
 	if len(cmds) == 0 {
 		return nil
 	}
 	if d, ok := ctx.Deadline(); ok {
 		c.nc.SetDeadline(d)
-		defer c.nc.SetDeadline(time.Time{})
 	}
+	cut := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
+	defer func() {
+		if !cut() && err == nil {
+			err = context.Cause(ctx) // the deadline may move yet: not to be used
+		}
+		c.nc.SetDeadline(time.Time{})
+	}()
 	var b []byte
 	for _, cmd := range cmds {
 		b = appendCommand(b, cmd...)
