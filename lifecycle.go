@@ -137,6 +137,13 @@ func (c *Client) Start(ctx context.Context) error {
 // still running then are left to return on their own; their outcomes are not
 // settled, so their messages are delivered again after the consume timeout
 // (at least once, never lost).
+//
+// Without a deadline on ctx the graceful path has no bound of its own: it
+// waits for each Redis call it makes. With the coordinator's Redis master
+// out of this process's reach, go-redis retries each of them (MaxRetries
+// times, each waiting out ReadTimeout): about 20 s per call with go-redis's
+// defaults, and up to about two minutes in all for a Close. Give ctx a
+// deadline.
 func (c *Client) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	state, stop, done := c.state, c.stop, c.done
