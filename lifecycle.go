@@ -138,12 +138,13 @@ func (c *Client) Start(ctx context.Context) error {
 // settled, so their messages are delivered again after the consume timeout
 // (at least once, never lost).
 //
-// Without a deadline on ctx the graceful path has no bound of its own: it
-// waits for each Redis call it makes. With the coordinator's Redis master
-// out of this process's reach, go-redis retries each of them (MaxRetries
-// times, each waiting out ReadTimeout): about 20 s per call with go-redis's
-// defaults, and up to about two minutes in all for a Close. Give ctx a
-// deadline.
+// Without a deadline on ctx the graceful path waits for the listeners in
+// hand and for each Redis call it makes. The Redis coordinator's leave and
+// Close's last metrics flush try each of their calls once (go-redis's
+// retries are cut after a second), so a coordinator master out of this
+// process's reach costs each call one ReadTimeout or DialTimeout, not
+// go-redis's retries (about 20 s per call with its defaults). Give ctx a
+// deadline all the same: that bounds the listeners too.
 func (c *Client) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	state, stop, done := c.state, c.stop, c.done

@@ -78,15 +78,29 @@ func (f *statsFlusher) close(ctx context.Context) {
 	}
 	f.stop()
 	<-f.done
-	f.flush(ctx)
+	f.lastCall(ctx, f.flush)
 	until := time.Now().Add(statsCloseMoveWait)
 	for f.pending != nil && f.moves.Lasted(time.Now()) > 0 && time.Now().Before(until) {
 		wait.Sleep(ctx, statsCloseMovePause)
 		if ctx.Err() != nil {
 			return
 		}
-		f.send(ctx)
+		f.lastCall(ctx, func(ctx context.Context) { f.send(ctx) })
 	}
+}
+
+// statsCloseCallWait bounds how long go-redis may retry each of Close's
+// flushes. go-redis stops retrying and dialling at a ctx's deadline, so a
+// Redis out of reach costs a flush one ReadTimeout, where its retries took
+// about 20 s with go-redis's defaults; the batch is then lost, with a Warn
+// line, as after any failure of the last flush.
+const statsCloseCallWait = time.Second
+
+// lastCall runs flush, one of Close's, within statsCloseCallWait of ctx.
+func (f *statsFlusher) lastCall(ctx context.Context, flush func(ctx context.Context)) {
+	ctx, cancel := context.WithTimeout(ctx, statsCloseCallWait)
+	defer cancel()
+	flush(ctx)
 }
 
 // flush adds what the metrics gained since the last flush, and shares the

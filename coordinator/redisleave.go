@@ -24,14 +24,19 @@ func (r *redisRun) leave(ctx context.Context) {
 	}
 	var moves rdb.SlotMoves // one row for the leave's calls: the membership lapses a lease TTL into a split anyway
 	announce := func() error {
-		_, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(true), true)
-		return err
+		return within(ctx, leaveCallWait, func(ctx context.Context) error {
+			_, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(true), true)
+			return err
+		})
 	}
 	if err := r.whileMoving(ctx, "leave", &moves, announce); err != nil {
 		r.log.Warn("rmq: redis coordinator: announcing the leave failed", "err", err)
 	}
 	if _, _, last, _ := r.state(); last.Leader == id {
-		if err := r.whileMoving(ctx, "leave", &moves, func() error { return r.lead(ctx, id, last.Version) }); err != nil {
+		reassign := func() error {
+			return within(ctx, leaveCallWait, func(ctx context.Context) error { return r.lead(ctx, id, last.Version) })
+		}
+		if err := r.whileMoving(ctx, "leave", &moves, reassign); err != nil {
 			r.log.Warn("rmq: redis coordinator: reassigning before leaving failed", "err", err)
 		}
 	}
@@ -47,11 +52,31 @@ func (r *redisRun) leave(ctx context.Context) {
 	}
 	ctx, cancel := r.drain(ctx, all)
 	defer cancel()
-	if err := r.whileMoving(ctx, "leave", &moves, func() error { return r.co.Leave(ctx, id) }); err != nil {
+	end := func() error {
+		return within(ctx, leaveCallWait, func(ctx context.Context) error { return r.co.Leave(ctx, id) })
+	}
+	if err := r.whileMoving(ctx, "leave", &moves, end); err != nil {
 		r.log.Warn("rmq: redis coordinator: leave failed; the slots move when the membership expires", "err", err)
 		return
 	}
 	r.log.Info("rmq: redis coordinator: left", "id", id)
+}
+
+// leaveCallWait bounds how long go-redis may retry one step of the leave
+// (its announcement, its reassignment, each release, the end of the
+// membership). go-redis stops retrying and dialling at a ctx's deadline
+// (and reading too with ContextTimeoutEnabled), so a coordinator master out
+// of reach costs a step at most this plus one ReadTimeout, where its
+// retries took about 20 s with go-redis's defaults. What a step could not
+// tell the group, the membership's expiry does; a split of the
+// coordinator's keys is still waited out between steps (whileMoving).
+const leaveCallWait = time.Second
+
+// within runs call with ctx bounded by d.
+func within(ctx context.Context, d time.Duration, call func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return call(ctx)
 }
 
 // heldSlot is a held slot with its topic.
@@ -90,7 +115,8 @@ func (r *redisRun) drain(ctx context.Context, all []heldSlot) (context.Context, 
 			}
 		}
 		for t, cs := range done {
-			if err := r.release(ctx, t, cs); err != nil {
+			err := within(ctx, leaveCallWait, func(ctx context.Context) error { return r.release(ctx, t, cs) })
+			if err != nil {
 				r.log.Warn("rmq: redis coordinator: releasing slots failed; they move when the membership expires", "topic", t.Topic, "err", err)
 			}
 		}

@@ -138,10 +138,17 @@ func (r *redisRun) run(ctx context.Context) error {
 	// for in-flight listeners.
 	bg.Go(func() { r.heartbeat(background) })
 
+	// A reconcile under way when ctx ends is cut short (go-redis stops
+	// retrying at its ctx's end), so that the leave starts within one call
+	// of the client's, not after go-redis's retries of each of its calls.
+	looks, stopLooks := context.WithCancel(background)
+	defer stopLooks()
+	defer context.AfterFunc(ctx, stopLooks)()
+
 	failures := 0
 	var moves rdb.SlotMoves // a reconcile refused while the coordinator's hash slot moves (slotmoves.go)
 	for {
-		err := r.reconcile(background)
+		err := r.reconcile(looks)
 		var wait time.Duration
 		if err == nil {
 			failures = 0
@@ -153,7 +160,7 @@ func (r *redisRun) run(ctx context.Context) error {
 			moves.Reset()
 			failures++
 			wait = min(backoff.Redis.Delay(failures), r.interval())
-			if failures == 1 || failures%20 == 0 {
+			if (failures == 1 || failures%20 == 0) && looks.Err() == nil {
 				r.log.Warn("rmq: redis coordinator: reconcile failed; retrying", "failures", failures, "err", err)
 			}
 		}
