@@ -133,7 +133,7 @@ func (r *redisRun) drain(ctx context.Context, all []heldSlot) (context.Context, 
 		}
 		if late {
 			// Given up on some listeners: what is left to write must not hang.
-			ctx, cancel = context.WithTimeout(ctx, time.Second)
+			ctx, cancel = context.WithTimeout(ctx, leaveCallWait)
 		}
 	}
 	return ctx, cancel

@@ -326,9 +326,8 @@ func (r *redisRun) abandon() {
 	if id == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := r.co.Leave(ctx, id); err != nil {
+	end := func(ctx context.Context) error { return r.co.Leave(ctx, id) }
+	if err := within(context.Background(), leaveCallWait, end); err != nil {
 		r.log.Warn("rmq: redis coordinator: leave failed; the slots move when the membership expires", "err", err)
 	}
 }
