@@ -23,19 +23,15 @@ func (r *redisRun) leave(ctx context.Context) {
 		return
 	}
 	var moves rdb.SlotMoves // one row for the leave's calls: the membership lapses a lease TTL into a split anyway
-	announce := func() error {
-		return within(ctx, leaveCallWait, func(ctx context.Context) error {
-			_, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(true), true)
-			return err
-		})
-	}
+	announce := leaveStep(ctx, func(ctx context.Context) error {
+		_, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(true), true)
+		return err
+	})
 	if err := r.whileMoving(ctx, "leave", &moves, announce); err != nil {
 		r.log.Warn("rmq: redis coordinator: announcing the leave failed", "err", err)
 	}
 	if _, _, last, _ := r.state(); last.Leader == id {
-		reassign := func() error {
-			return within(ctx, leaveCallWait, func(ctx context.Context) error { return r.lead(ctx, id, last.Version) })
-		}
+		reassign := leaveStep(ctx, func(ctx context.Context) error { return r.lead(ctx, id, last.Version) })
 		if err := r.whileMoving(ctx, "leave", &moves, reassign); err != nil {
 			r.log.Warn("rmq: redis coordinator: reassigning before leaving failed", "err", err)
 		}
@@ -52,9 +48,7 @@ func (r *redisRun) leave(ctx context.Context) {
 	}
 	ctx, cancel := r.drain(ctx, all)
 	defer cancel()
-	end := func() error {
-		return within(ctx, leaveCallWait, func(ctx context.Context) error { return r.co.Leave(ctx, id) })
-	}
+	end := leaveStep(ctx, func(ctx context.Context) error { return r.co.Leave(ctx, id) })
 	if err := r.whileMoving(ctx, "leave", &moves, end); err != nil {
 		r.log.Warn("rmq: redis coordinator: leave failed; the slots move when the membership expires", "err", err)
 		return
@@ -77,6 +71,12 @@ func within(ctx context.Context, d time.Duration, call func(ctx context.Context)
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return call(ctx)
+}
+
+// leaveStep returns call as a step of the leave for whileMoving: each try
+// within leaveCallWait of ctx.
+func leaveStep(ctx context.Context, call func(ctx context.Context) error) func() error {
+	return func() error { return within(ctx, leaveCallWait, call) }
 }
 
 // heldSlot is a held slot with its topic.
