@@ -92,7 +92,10 @@ func (f *statsFlusher) shareBreakers(ctx context.Context) {
 	if len(shares) == 0 {
 		return
 	}
-	if err := c.broker.ShareBreakers(ctx, c.processID(), shares); err != nil {
+	sent := time.Now()
+	err := c.broker.ShareBreakers(ctx, c.processID(), shares)
+	f.heard(err, sent)
+	if err != nil {
 		c.cfg.logger.Warn("rmq: sharing breaker states failed; they go with the next flush", "err", err)
 		return
 	}

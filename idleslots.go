@@ -54,7 +54,7 @@ func (t *thread) sweepDue(now time.Time) bool {
 // question goes to every master the parked slots live on, one of which may
 // be dead or frozen, so it runs in a goroutine of its own (one at a time per
 // thread) and the thread hears the answer from its inbox (unparkSwept).
-func (t *thread) sweep(hard context.Context, now time.Time) {
+func (t *thread) sweep(ctx context.Context, now time.Time) {
 	var parked []*slotState
 	var keys []rdb.SlotKeys
 	for _, s := range t.order {
@@ -69,7 +69,7 @@ func (t *thread) sweep(hard context.Context, now time.Time) {
 	}
 	t.sweepAt = t.nextSweep(now)
 	if !t.sub.c.multiNode {
-		if t.askSwept(hard, keys) {
+		if t.askSwept(ctx, keys) {
 			t.unpark(parked, now)
 		}
 		return
@@ -79,7 +79,7 @@ func (t *thread) sweep(hard context.Context, now time.Time) {
 	}
 	t.sweeping = true
 	t.sub.c.background.Go(func() { // Start waits for it, as for every background goroutine
-		waiting := t.askSwept(hard, keys)
+		waiting := t.askSwept(ctx, keys)
 		t.mu.Lock()
 		t.swept = &sweepAnswer{parked: parked, waiting: waiting}
 		t.mu.Unlock()
@@ -94,14 +94,17 @@ type sweepAnswer struct {
 }
 
 // askSwept asks Redis whether any of keys' slots holds a message; a failure
-// is logged and counts as no.
-func (t *thread) askSwept(hard context.Context, keys []rdb.SlotKeys) bool {
+// is logged (unless ctx ended: the shutdown began) and counts as no.
+func (t *thread) askSwept(ctx context.Context, keys []rdb.SlotKeys) bool {
 	g := &t.sub.c.consumers
 	if !g.enter() {
 		return false
 	}
-	waiting, err := t.sub.c.broker.AnyWaiting(hard, keys)
+	waiting, err := t.sub.c.broker.AnyWaiting(ctx, keys)
 	g.leave()
+	if err != nil && ctx.Err() != nil {
+		return false
+	}
 	if err != nil {
 		t.sub.c.counters.redisErrors.Add(1)
 		t.sub.c.cfg.logger.Warn("rmq: idle sweep failed; trying again at the next", "topic", t.sub.topic.Name,

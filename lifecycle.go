@@ -75,13 +75,21 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.stats.start()
 	bgCtx, stopBackground := context.WithCancel(c.hard)
+	// What serves only the consumption (the flow controls, the wake-ups, the
+	// idle sweeps) ends when the shutdown begins: the threads pop no more
+	// then, and a call of theirs under way ends while the slots are handed
+	// back, not after (a call into a Redis out of reach waits out the
+	// client's timeouts whatever its ctx).
+	consuming, stopConsuming := context.WithCancel(bgCtx)
+	defer stopConsuming()
+	defer context.AfterFunc(runCtx, stopConsuming)()
 	control := newControlWatcher(c, subs)
 	if err := control.refresh(runCtx); err != nil {
 		c.cfg.logger.Warn("rmq: reading flow control failed; consuming once it is read", "err", err)
 	}
 	c.background.Go(func() { p.renew(bgCtx) })
-	c.background.Go(func() { control.run(bgCtx) })
-	c.background.Go(func() { newWakeListener(c, subs, control).run(bgCtx) })
+	c.background.Go(func() { control.run(consuming) })
+	c.background.Go(func() { newWakeListener(c, subs, control).run(consuming) })
 
 	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout, Abandoned: c.abandoned}
 	if w := newReachWatch(c, subs); w != nil {
@@ -95,7 +103,7 @@ func (c *Client) Start(ctx context.Context) error {
 			Topic: s.topic.Name, SlotAmount: s.topic.SlotAmount, Threads: len(s.threads),
 			Definition: encodeTopic(s.topic.Topic)})
 		for _, t := range s.threads {
-			threads.Go(func() { t.run(c.hard, quit) })
+			threads.Go(func() { t.run(c.hard, consuming, quit) })
 		}
 	}
 
@@ -139,11 +147,17 @@ func (c *Client) Start(ctx context.Context) error {
 // (at least once, never lost).
 //
 // Without a deadline on ctx the graceful path waits for the listeners in
-// hand and for each Redis call it makes. The Redis coordinator's leave and
-// Close's last metrics flush try each of their calls once (go-redis's
-// retries are cut after a second), so a coordinator master out of this
-// process's reach costs each call one ReadTimeout or DialTimeout, not
-// go-redis's retries (about 20 s per call with its defaults). Give ctx a
+// hand and for the Redis calls it makes. A call into a Redis out of reach
+// waits out one ReadTimeout or DialTimeout whatever its ctx (go-redis's
+// retries are cut after a second), so the shutdown spares such calls: the
+// calls that serve only the consumption (flow controls, idle sweeps) end
+// while the slots are handed back; the Redis coordinator's leave stops
+// calling the coordinator's master once one of its calls there went
+// unanswered; and neither the presence entry's removal nor Close's last
+// metrics flush is tried when Redis left the call before it unanswered (the
+// entry expires within seconds; the last metrics are lost, with a Warn
+// line). With the coordinator's master out of reach and go-redis's default
+// timeouts, a graceful Close then waits for about two such calls. Give ctx a
 // deadline all the same: that bounds the listeners too.
 func (c *Client) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
@@ -168,6 +182,8 @@ func (c *Client) Shutdown(ctx context.Context) error {
 
 // Close shuts the client down: Shutdown, then the producer. Sends in flight
 // get their replies (within ctx); Sends after Close fail with ErrClosed.
+// The shared metrics' periodic flush stops at once: what the client counts
+// while it stops goes with the last flush, at the end of Close.
 // Close closes the client's own send connection (see WithSendStream), not
 // the Redis client, which the caller closes after Close.
 //
@@ -178,6 +194,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 // Sends still queued, and SendBatch calls from then on, with ErrClosed).
 // Close is idempotent.
 func (c *Client) Close(ctx context.Context) error {
+	c.stats.quiet()
 	err := c.Shutdown(ctx)
 	c.mu.Lock()
 	c.state = stateClosed

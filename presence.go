@@ -2,6 +2,7 @@ package rmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -106,14 +107,25 @@ func (p *presence) join(ctx context.Context) error {
 	}
 }
 
-// renew keeps the entry until ctx ends, then removes it.
+// renew keeps the entry until ctx ends, then removes it, unless Redis left
+// the last renewal unanswered: the entry then expires by itself within
+// presenceTTL, where the removal would wait out the client's timeouts
+// whatever its ctx (a redial's handshake: go-redis's DialTimeout). Each
+// renewal is bounded by presenceTTL, past which it renews nothing (and
+// go-redis stops retrying), so that it reports a Redis out of reach.
 func (p *presence) renew(ctx context.Context) {
+	cut := false // the last renewal that got an answer or none got none
 	for ctx.Err() == nil {
 		wait.Sleep(ctx, presenceRenew)
 		if ctx.Err() != nil {
 			break
 		}
-		other, err := p.co.Presence(ctx, p.me, presenceTTL, "renew", p.topics...)
+		call, cancel := context.WithTimeout(ctx, presenceTTL)
+		other, err := p.co.Presence(call, p.me, presenceTTL, "renew", p.topics...)
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			cut = rdb.Unanswered(err)
+		}
 		if err != nil && ctx.Err() == nil && p.debug != nil {
 			// Redis failing: the consumers and the coordinator report it;
 			// the entry outlives a few failed renewals
@@ -126,6 +138,9 @@ func (p *presence) renew(ctx context.Context) {
 				p.yield = nil
 			}
 		}
+	}
+	if cut {
+		return
 	}
 	leave, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

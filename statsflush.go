@@ -2,6 +2,7 @@ package rmq
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ type statsFlusher struct {
 	moves    rdb.SlotMoves           // the pending batch refused while the namespace's hash slot moves (likewise)
 	last     map[string]TopicMetrics // put in a batch so far (likewise)
 	breakers map[string]string       // topic → breaker state shared now, if not closed (likewise)
+	cut      bool                    // Redis left the last flush call that said anything of its reach unanswered (heard; likewise)
 }
 
 // A flush is one script on several of the namespace's keys, which a Cluster
@@ -67,7 +69,23 @@ func (f *statsFlusher) start() {
 	}()
 }
 
-// close stops the flusher and flushes what is left, within ctx.
+// quiet ends the periodic flushes and leaves the last one to close. Close
+// calls it first, so that a flush under way ends while the consumers stop,
+// not after them: a call into a Redis out of reach waits out the client's
+// timeouts whatever its ctx. What the consumers count meanwhile goes with
+// the last flush.
+func (f *statsFlusher) quiet() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.started {
+		f.stop()
+	}
+}
+
+// close stops the flusher and flushes what is left, within ctx; not when
+// Redis left the last flush unanswered (cut), since a call into a Redis out
+// of reach waits out the client's timeouts whatever its ctx: what is left is
+// then lost, with a Warn line, as when the last flush fails.
 func (f *statsFlusher) close(ctx context.Context) {
 	f.mu.Lock()
 	started := f.started && !f.closed
@@ -78,6 +96,11 @@ func (f *statsFlusher) close(ctx context.Context) {
 	}
 	f.stop()
 	<-f.done
+	if f.cut {
+		// Each call into a Redis out of reach waits out the client's timeouts.
+		f.c.cfg.logger.Warn("rmq: Redis left the last flush unanswered; Close's last metrics flush is not tried")
+		return
+	}
 	f.lastCall(ctx, f.flush)
 	until := time.Now().Add(statsCloseMoveWait)
 	for f.pending != nil && f.moves.Lasted(time.Now()) > 0 && time.Now().Before(until) {
@@ -135,7 +158,9 @@ func (f *statsFlusher) flush(ctx context.Context) {
 
 // send adds the pending batch; it reports whether that is done.
 func (f *statsFlusher) send(ctx context.Context) bool {
+	sent := time.Now()
 	_, err := f.c.broker.AddStats(ctx, *f.pending)
+	f.heard(err, sent)
 	if err == nil {
 		f.moves.Reset()
 		f.pending = nil
@@ -155,4 +180,22 @@ func (f *statsFlusher) send(ctx context.Context) bool {
 	f.moves.Reset()
 	log.Warn("rmq: sharing metrics failed; they go with the next flush", "err", err)
 	return false
+}
+
+// heard notes what a flush's call, sent at sent, says of Redis's reach
+// (cut): unanswered if it failed for want of an answer (rdb.Unanswered), or
+// in any way after statsCloseCallWait or more, since go-redis reports a
+// cancellation, such as the flusher's stop, only once the attempt under way
+// ended. A flush that failed calls again at the next one (its batch or
+// breaker states are still to send), so while there is anything to send the
+// note is at most one flush old. A call cancelled sooner says nothing.
+func (f *statsFlusher) heard(err error, sent time.Time) {
+	switch {
+	case err == nil:
+		f.cut = false
+	case rdb.Unanswered(err) || time.Since(sent) >= statsCloseCallWait:
+		f.cut = true
+	case !errors.Is(err, context.Canceled): // an answer, if an error: Redis is in reach
+		f.cut = false
+	}
 }

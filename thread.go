@@ -98,7 +98,10 @@ func (t *thread) wake(slot int, dueMs int64) {
 }
 
 // run serves slots until quit is closed; then it releases what it still holds.
-func (t *thread) run(hard context.Context, quit <-chan struct{}) {
+// Its idle sweeps run within sweeps, which ends when the shutdown begins:
+// their answers no longer matter then, and a shutdown does not wait for
+// go-redis's retries of a sweep to a master out of reach.
+func (t *thread) run(hard, sweeps context.Context, quit <-chan struct{}) {
 	defer t.alarm.Close()
 	done := make(chan struct{})
 	defer close(done)
@@ -121,7 +124,7 @@ func (t *thread) run(hard context.Context, quit <-chan struct{}) {
 		default:
 		}
 		if now := time.Now(); t.sweepDue(now) {
-			t.sweep(hard, now)
+			t.sweep(sweeps, now)
 		}
 		s, wait := t.pick(time.Now())
 		if last != nil && last != s && len(last.pending) > 0 && !last.lingering && last.busy == nil &&

@@ -13,7 +13,9 @@ import (
 // back as soon as its consumer released it (drain), so the next owner
 // starts at once, and only then ends its membership: until then its records
 // name a live worker, so nobody takes its slots before they are released.
-// Its calls wait out a split of the coordinator's keys (whileMoving).
+// Its calls wait out a split of the coordinator's keys (whileMoving); once
+// one call to the coordinator's master went unanswered, the rest of the
+// leave's calls there are not tried (homeCall).
 func (r *redisRun) leave(ctx context.Context) {
 	r.mu.Lock()
 	r.leaving = true
@@ -23,7 +25,7 @@ func (r *redisRun) leave(ctx context.Context) {
 		return
 	}
 	var moves rdb.SlotMoves // one row for the leave's calls: the membership lapses a lease TTL into a split anyway
-	announce := leaveStep(ctx, func(ctx context.Context) error {
+	announce := r.leaveStep(ctx, func(ctx context.Context) error {
 		_, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(true), true)
 		return err
 	})
@@ -31,7 +33,7 @@ func (r *redisRun) leave(ctx context.Context) {
 		r.log.Warn("rmq: redis coordinator: announcing the leave failed", "err", err)
 	}
 	if _, _, last, _ := r.state(); last.Leader == id {
-		reassign := leaveStep(ctx, func(ctx context.Context) error { return r.lead(ctx, id, last.Version) })
+		reassign := r.leaveStep(ctx, func(ctx context.Context) error { return r.lead(ctx, id, last.Version) })
 		if err := r.whileMoving(ctx, "leave", &moves, reassign); err != nil {
 			r.log.Warn("rmq: redis coordinator: reassigning before leaving failed", "err", err)
 		}
@@ -48,7 +50,7 @@ func (r *redisRun) leave(ctx context.Context) {
 	}
 	ctx, cancel := r.drain(ctx, all)
 	defer cancel()
-	end := leaveStep(ctx, func(ctx context.Context) error { return r.co.Leave(ctx, id) })
+	end := r.leaveStep(ctx, func(ctx context.Context) error { return r.co.Leave(ctx, id) })
 	if err := r.whileMoving(ctx, "leave", &moves, end); err != nil {
 		r.log.Warn("rmq: redis coordinator: leave failed; the slots move when the membership expires", "err", err)
 		return
@@ -73,10 +75,13 @@ func within(ctx context.Context, d time.Duration, call func(ctx context.Context)
 	return call(ctx)
 }
 
-// leaveStep returns call as a step of the leave for whileMoving: each try
-// within leaveCallWait of ctx.
-func leaveStep(ctx context.Context, call func(ctx context.Context) error) func() error {
-	return func() error { return within(ctx, leaveCallWait, call) }
+// leaveStep returns call, a call to the coordinator's master, as a step of
+// the leave for whileMoving: each try within leaveCallWait of ctx, and none
+// once the master left one unanswered (homeCall).
+func (r *redisRun) leaveStep(ctx context.Context, call func(ctx context.Context) error) func() error {
+	return func() error {
+		return r.homeCall(ctx, func(ctx context.Context) error { return within(ctx, leaveCallWait, call) })
+	}
 }
 
 // heldSlot is a held slot with its topic.

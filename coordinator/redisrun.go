@@ -56,6 +56,7 @@ type redisRun struct {
 	declines    declinebook.Book  // the leader's
 	descs       map[string]string // the workers' descriptions, read once per reconcile (gaveUp)
 	leadAgain   time.Time         // when a decline seen ripens (zero: none waits)
+	homeCut     error             // while leaving: a call to the coordinator's master went unanswered (homeCall)
 }
 
 // redisTopic is one subscribed topic in a run.

@@ -166,7 +166,8 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 	if freed == 0 {
 		return nil
 	}
-	if err := r.co.Announce(ctx, "free"); err != nil {
+	announce := func(ctx context.Context) error { return r.co.Announce(ctx, "free") }
+	if err := r.homeCall(ctx, announce); err != nil {
 		r.log.Warn("rmq: redis coordinator: announcing released slots failed; the next owner finds them at its next look", "err", err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"time"
 
@@ -23,6 +24,15 @@ const MasterWait = 500 * time.Millisecond
 // running (masterGate). The command may still run: it is left, not
 // cancelled.
 var ErrUnanswered = errors.New("rmq: the key's Cluster master did not answer within " + MasterWait.String())
+
+// Unanswered reports whether err says that Redis gave no answer: a
+// deadline, a master a bounded call left behind (ErrUnanswered), or a
+// network error (a read or dial timing out, a connection refused or reset).
+// A cancelled call is not counted: it says nothing of Redis.
+func Unanswered(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnanswered) || errors.As(err, &netErr)
+}
 
 // masterGate counts, per master address, the bounded calls left running.
 // A caller that shares one gate sends nothing to a master while an earlier
