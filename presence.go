@@ -2,7 +2,6 @@ package rmq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -114,18 +113,17 @@ func (p *presence) join(ctx context.Context) error {
 // renewal is bounded by presenceTTL, past which it renews nothing (and
 // go-redis stops retrying), so that it reports a Redis out of reach.
 func (p *presence) renew(ctx context.Context) {
-	cut := false // the last renewal that got an answer or none got none
+	cut := false // Redis left the renewals unanswered (unansweredNote)
 	for ctx.Err() == nil {
 		wait.Sleep(ctx, presenceRenew)
 		if ctx.Err() != nil {
 			break
 		}
 		call, cancel := context.WithTimeout(ctx, presenceTTL)
+		sent := time.Now()
 		other, err := p.co.Presence(call, p.me, presenceTTL, "renew", p.topics...)
 		cancel()
-		if !errors.Is(err, context.Canceled) {
-			cut = rdb.Unanswered(err)
-		}
+		cut = unansweredNote(cut, err, time.Since(sent))
 		if err != nil && ctx.Err() == nil && p.debug != nil {
 			// Redis failing: the consumers and the coordinator report it;
 			// the entry outlives a few failed renewals

@@ -2,7 +2,6 @@ package rmq
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,19 +182,9 @@ func (f *statsFlusher) send(ctx context.Context) bool {
 }
 
 // heard notes what a flush's call, sent at sent, says of Redis's reach
-// (cut): unanswered if it failed for want of an answer (rdb.Unanswered), or
-// in any way after statsCloseCallWait or more, since go-redis reports a
-// cancellation, such as the flusher's stop, only once the attempt under way
-// ended. A flush that failed calls again at the next one (its batch or
-// breaker states are still to send), so while there is anything to send the
-// note is at most one flush old. A call cancelled sooner says nothing.
+// (cut; unansweredNote). A flush that failed calls again at the next one
+// (its batch or breaker states are still to send), so while there is
+// anything to send the note is at most one flush old.
 func (f *statsFlusher) heard(err error, sent time.Time) {
-	switch {
-	case err == nil:
-		f.cut = false
-	case rdb.Unanswered(err) || time.Since(sent) >= statsCloseCallWait:
-		f.cut = true
-	case !errors.Is(err, context.Canceled): // an answer, if an error: Redis is in reach
-		f.cut = false
-	}
+	f.cut = unansweredNote(f.cut, err, time.Since(sent))
 }
