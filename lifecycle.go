@@ -182,8 +182,9 @@ func (c *Client) Shutdown(ctx context.Context) error {
 
 // Close shuts the client down: Shutdown, then the producer. Sends in flight
 // get their replies (within ctx); Sends after Close fail with ErrClosed.
-// The shared metrics' periodic flush stops at once: what the client counts
-// while it stops goes with the last flush, at the end of Close.
+// The shared metrics' periodic flush goes on while the consumers drain, each
+// flush within a second, until Redis leaves one unanswered; what is left goes
+// with the last flush, at the end of Close.
 // Close closes the client's own send connection (see WithSendStream), not
 // the Redis client, which the caller closes after Close.
 //

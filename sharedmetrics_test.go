@@ -65,3 +65,61 @@ func TestMetricsFlushAfterALostReplyCountsOnce(t *testing.T) {
 		assert.Equal(t, int64(15), minutes[0].Sent+minutes[1].Sent)
 	})
 }
+
+// While Close waits for the consumers to drain, the periodic metrics flush
+// goes on: what the listeners finish during the drain reaches the shared
+// metrics while a listener still holds Close back. Before, the periodic
+// flush stopped at Close's start, and a dashboard saw the drain only once
+// Close returned.
+func TestCloseSharesMetricsWhileItDrains(t *testing.T) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		ns := testenv.Namespace(t, b)
+		c, err := rmq.New(b.Redis, rmq.WithNamespace(ns))
+		require.NoError(t, err)
+		admin, err := rmq.New(b.Redis, rmq.WithNamespace(ns))
+		require.NoError(t, err)
+		define(t, c, "t", 4, rmq.Priority)
+		var inHand atomic.Int64
+		release, releaseLast := make(chan struct{}), make(chan struct{})
+		require.NoError(t, c.Subscribe("t", rmq.ListenerFunc(func(ctx context.Context, m *rmq.Message) error {
+			if inHand.Add(1) == 1 {
+				<-releaseLast // holds Close back until the shared metrics are read
+				return nil
+			}
+			<-release
+			return nil
+		}), rmq.WithThreads(4)))
+		started := make(chan error, 1)
+		go func() { started <- c.Start(ctx) }()
+		for i := range 20 {
+			require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", SlotBasis: fmt.Sprint("k", i),
+				Content: fmt.Appendf(nil, "m%d", i), Priority: 50}))
+		}
+		eventually(t, 10*time.Second, "two listeners in hand", func() bool { return inHand.Load() >= 2 })
+
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close(ctx) }()
+		time.Sleep(100 * time.Millisecond) // Close has begun
+		close(release)
+		eventually(t, 4*statsFlushEvery, "a listener finished in the drain counted in the shared metrics", func() bool {
+			m, _, err := admin.NamespaceMetrics(ctx, "t", 1)
+			return err == nil && m.ListenerDuration.Count >= 1
+		})
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned (%v) while a listener held it back", err)
+		default:
+		}
+		close(releaseLast)
+		require.NoError(t, <-closed)
+		require.NoError(t, <-started)
+		m, _, err := admin.NamespaceMetrics(ctx, "t", 1)
+		require.NoError(t, err)
+		assert.Equal(t, inHand.Load(), int64(m.ListenerDuration.Count), "every listener call counted once")
+		require.NoError(t, admin.Close(ctx))
+	})
+}
+
+// statsFlushEvery is the client's metrics flush period.
+const statsFlushEvery = 2 * time.Second

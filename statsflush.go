@@ -19,8 +19,10 @@ type statsFlusher struct {
 	mu      sync.Mutex
 	started bool
 	closed  bool
-	stop    context.CancelFunc
+	closing bool               // Close has begun (quiet): each flush is bounded, and they end once one went unanswered
+	stop    context.CancelFunc // ends the flusher's sleep, not a flush under way
 	done    chan struct{}
+	call    *flushCall // the flush under way, if any
 
 	id       string                  // names the client's batches (rdb.StatsBatch), random
 	seq      int64                   // the last batch's number (flusher goroutine only)
@@ -61,23 +63,61 @@ func (f *statsFlusher) start() {
 		defer close(f.done)
 		for ctx.Err() == nil {
 			wait.Sleep(ctx, statsFlushEvery)
-			if ctx.Err() == nil {
-				f.flush(ctx)
+			if ctx.Err() != nil || !f.periodic() {
+				return
 			}
 		}
 	}()
 }
 
-// quiet ends the periodic flushes and leaves the last one to close. Close
-// calls it first, so that a flush under way ends while the consumers stop,
-// not after them: a call into a Redis out of reach waits out the client's
-// timeouts whatever its ctx. What the consumers count meanwhile goes with
-// the last flush.
+// flushCall is a periodic flush under way: when it began, and what cancels
+// its ctx.
+type flushCall struct {
+	began  time.Time
+	cancel context.CancelFunc
+}
+
+// periodic runs one periodic flush; it reports false, and runs none, once
+// Close has begun and Redis left the last flush unanswered. A flush's ctx is
+// not the flusher's: stopping the flusher lets a flush under way end, so
+// that Close's last flush need not send its batch again. Once Close has
+// begun, each flush runs within statsCloseCallWait.
+func (f *statsFlusher) periodic() bool {
+	f.mu.Lock()
+	if f.closing && f.cut {
+		f.mu.Unlock()
+		return false
+	}
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if f.closing {
+		ctx, cancel = context.WithTimeout(context.Background(), statsCloseCallWait)
+	} else {
+		ctx, cancel = context.WithCancel(context.Background())
+	}
+	f.call = &flushCall{began: time.Now(), cancel: cancel}
+	f.mu.Unlock()
+	f.flush(ctx)
+	f.mu.Lock()
+	f.call = nil
+	f.mu.Unlock()
+	cancel()
+	return true
+}
+
+// quiet bounds the periodic flushes while Close runs: a flush under way
+// ends statsCloseCallWait after it began, and so does each one after it,
+// and they end once Redis left one unanswered (cut). Close calls it first,
+// so that a flush into a Redis out of reach ends while the consumers stop,
+// not after them (go-redis's retries heed a ctx, the attempt under way does
+// not), and so that what the consumers count while they drain still reaches
+// the shared metrics every statsFlushEvery.
 func (f *statsFlusher) quiet() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.started {
-		f.stop()
+	f.closing = true
+	if f.call != nil {
+		time.AfterFunc(statsCloseCallWait-time.Since(f.call.began), f.call.cancel)
 	}
 }
 
