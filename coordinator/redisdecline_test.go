@@ -98,7 +98,7 @@ func TestRedisGivenUpRecordCountsForItsSlotAlone(t *testing.T) {
 		require.NotNil(t, ta.held[0])
 		require.NotNil(t, ta.held[1])
 		ta.held[1].grant.Lose()
-		a.releaseFailed(ta, ta.held[1], errDeclinedSlot)
+		a.releaseFailed(ta, ta.held[1], errDeclinedSlot, false)
 		require.NoError(t, a.redescribe(ctx, aid))
 
 		bRun, tb, bid := start("b")

@@ -91,15 +91,16 @@ var errDeclinedSlot = errors.New("its master is out of this worker's reach (decl
 // later (after a pause of 50 ms doubling to the heartbeat interval; a
 // declined slot's is not tried until the decline ends, release), and lists
 // the record as given up, so that the next owner claims over it at once
-// (gaveUp).
-func (r *redisRun) releaseFailed(t *redisTopic, c *redisHeld, err error) {
+// (gaveUp). It says so at Warn unless quiet: a release cut short by the
+// Run's end is no incident, since the leave writes the record back.
+func (r *redisRun) releaseFailed(t *redisTopic, c *redisHeld, err error, quiet bool) {
 	if c.unreleased == 0 {
 		r.describeDirty.Store(true) // the record is given up: say so (gaveUp)
 		r.poke()
 	}
 	c.unreleased++
 	c.retryAt = time.Now().Add(min(backoff.Redis.Delay(c.unreleased), r.interval()))
-	if c.unreleased == 1 || c.unreleased%20 == 0 && err != errDeclinedSlot {
+	if !quiet && (c.unreleased == 1 || c.unreleased%20 == 0 && err != errDeclinedSlot) {
 		r.log.Warn("rmq: redis coordinator: a slot's record could not be written back; given up to its next owner",
 			"topic", t.Topic, "slot", c.slot, "failures", c.unreleased, "err", err)
 	}
@@ -132,7 +133,7 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 	tryNow := done[:0] // in place: the callers do not read done again
 	for _, c := range done {
 		if r.m.Declines.Has(t.Topic, c.slot) {
-			r.releaseFailed(t, c, errDeclinedSlot)
+			r.releaseFailed(t, c, errDeclinedSlot, false)
 			continue
 		}
 		tryNow = append(tryNow, c)
@@ -154,7 +155,7 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 	freed := 0
 	for i, c := range done {
 		if failed != nil && failed[i] != nil {
-			r.releaseFailed(t, c, failed[i])
+			r.releaseFailed(t, c, failed[i], ctx.Err() != nil)
 			continue
 		}
 		if c.unreleased > 0 {
@@ -167,7 +168,7 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 		return nil
 	}
 	announce := func(ctx context.Context) error { return r.co.Announce(ctx, "free") }
-	if err := r.homeCall(ctx, announce); err != nil {
+	if err := r.homeCall(ctx, announce); err != nil && ctx.Err() == nil {
 		r.log.Warn("rmq: redis coordinator: announcing released slots failed; the next owner finds them at its next look", "err", err)
 	}
 	return nil
