@@ -32,7 +32,11 @@ const (
 // refused), before the rest move and the slot is handed over. Start waits
 // both out instead of failing; the worker joins and takes a share of the
 // slots once the keys are whole; every message sent is delivered, no two
-// listeners hold one slot at once, and nothing is logged at Warn.
+// listeners hold one slot at once, and nothing is logged at Warn. The
+// topic's shared metrics move with the presence keys, so every client's
+// metrics flush (one script on them and the namespace's other keys) is
+// refused for the whole split: each goes again once the keys are whole, and
+// the shared metrics count every send and every delivery once.
 func TestWorkerStartsWhileTheCoordinatorKeysMove(t *testing.T) {
 	t.Parallel()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
@@ -48,7 +52,7 @@ func TestWorkerStartsWhileTheCoordinatorKeysMove(t *testing.T) {
 	hashSlot, from, to := migrateCoordSlot(t, cl, ns)
 	keys := rdb.NewKeyspace(ns)
 	split := time.Now()
-	require.NoError(t, cl.MigrateKeys(ctx, from, to, keys.PresenceTopics()))
+	require.NoError(t, cl.MigrateKeys(ctx, from, to, keys.PresenceTopics(), keys.Stats("t")))
 
 	third, done := startThird(t, cl, ns, l)
 	time.Sleep(presenceSplit)
@@ -56,7 +60,7 @@ func TestWorkerStartsWhileTheCoordinatorKeysMove(t *testing.T) {
 	require.NoError(t, cl.MigrateKeys(ctx, from, to, keys.Presence(), keys.Members()))
 	time.Sleep(membersSplit)
 	_, rest, err := cl.FinishMigration(ctx, hashSlot, from, to)
-	rest += 3
+	rest += 4 // the keys moved before
 	require.NoError(t, err)
 	whole := time.Now()
 
@@ -81,14 +85,26 @@ func TestWorkerStartsWhileTheCoordinatorKeysMove(t *testing.T) {
 	require.NoError(t, <-done)
 
 	l.awaitDelivered(t)
+	for _, c := range append(l.workers, producer) {
+		require.NoError(t, c.Close(closing))
+	}
+	m, _, err := newClient(t, cl, ns).NamespaceMetrics(ctx, "t", 1)
+	require.NoError(t, err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	calls := 0
+	for _, n := range l.delivered {
+		calls += n
+	}
 	t.Logf("the coordinator's hash slot %d (%d keys) migrated %s → %s, its keys split for %v (the presence keys "+
 		"for %v, then the members' for %v); the third worker held slots %v after the keys were whole; "+
-		"sent %d, delivered %d, send errors %v, overlapping listener calls %d", hashSlot, rest, from.Addr, to.Addr,
+		"sent %d, delivered %d (%d listener calls), send errors %v, overlapping listener calls %d; "+
+		"shared metrics: sent %d, delivered %d", hashSlot, rest, from.Addr, to.Addr,
 		whole.Sub(split).Round(time.Millisecond), presenceSplit, membersSplit, shared.Sub(whole).Round(time.Millisecond),
-		len(l.acked), len(l.delivered), l.sendErrs, l.overlaps.Load())
+		len(l.acked), len(l.delivered), calls, l.sendErrs, l.overlaps.Load(), m.Sent, m.Delivered)
 	assert.Greater(t, rest, 6, "the coordinator's other keys moved")
+	assert.Equal(t, int64(len(l.acked)), m.Sent, "sends counted in the shared metrics")
+	assert.Equal(t, int64(calls), m.Delivered, "deliveries counted in the shared metrics")
 	assert.Empty(t, l.sendErrs, "Send failed")
 	assert.Zero(t, l.overlaps.Load(), "two listeners held one slot at once")
 	assert.Empty(t, l.warned.Logged(), "logged at Warn while the coordinator's keys moved")

@@ -28,6 +28,7 @@ type ledger struct {
 	gap       [liveSlots]time.Duration // each slot's longest time between two deliveries ending after since
 	since     time.Time                // when the change began
 	warned    testenv.Warnings         // what the clients logged at Warn and above
+	workers   []*rmq.Client            // startLedger's two workers
 }
 
 func (l *ledger) listener() rmq.MessageListener {
@@ -63,6 +64,7 @@ func startLedger(t *testing.T, cl *testenv.PrivateCluster, ns string, producerOp
 		w := newClient(t, cl, ns, logger)
 		require.NoError(t, w.Subscribe("t", l.listener(), rmq.WithThreads(2)))
 		start(t, w)
+		l.workers = append(l.workers, w)
 	}
 	return l, producer
 }
