@@ -17,13 +17,14 @@ import (
 // pings every master that serves a subscribed slot, one PING in flight per
 // master at most (a ping into a partition hangs until the client's
 // timeouts); a master that has not answered for reachLost is out of reach,
-// and its next answer brings it back. A master down for every process is
-// declined by all of them, and then its slots move nowhere.
+// and it is back once it has answered steadily for a while (masterReach). A
+// master down for every process is declined by all of them, and then its
+// slots move nowhere.
 type reachWatch struct {
 	c        *Client // its declines (Client.declines) are what the watch sets
 	subs     map[string]*subscription
 	answers  chan pingAnswer
-	lastOK   map[string]time.Time // master → its last answer (or when first pinged)
+	masters  map[string]*masterReach // master → what is known of its reach
 	inFlight map[string]bool
 	lost     map[string]bool // the masters declined now
 	// The subscribed slots' masters, looked up again every reachRemap, or
@@ -52,7 +53,7 @@ func newReachWatch(c *Client, subs map[string]*subscription) *reachWatch {
 		return nil
 	}
 	return &reachWatch{c: c, subs: subs, answers: make(chan pingAnswer, 16),
-		lastOK: make(map[string]time.Time), inFlight: make(map[string]bool)}
+		masters: make(map[string]*masterReach), inFlight: make(map[string]bool)}
 }
 
 // run probes until ctx ends. A PING still in flight then ends on its own,
@@ -77,8 +78,8 @@ func (w *reachWatch) run(ctx context.Context) {
 // answered records a PING's outcome.
 func (w *reachWatch) answered(a pingAnswer) {
 	delete(w.inFlight, a.node)
-	if a.err == nil {
-		w.lastOK[a.node] = time.Now()
+	if m := w.masters[a.node]; m != nil {
+		m.answered(a.err == nil, time.Now())
 	}
 }
 
@@ -110,8 +111,8 @@ func (w *reachWatch) probe(ctx context.Context) {
 	}
 	nodes, slotsOf := w.nodes, w.slotsOf
 	for node, keys := range nodes {
-		if _, seen := w.lastOK[node]; !seen {
-			w.lastOK[node] = now
+		if _, seen := w.masters[node]; !seen {
+			w.masters[node] = newMasterReach(now)
 		}
 		if !w.inFlight[node] {
 			w.inFlight[node] = true
@@ -127,11 +128,11 @@ func (w *reachWatch) probe(ctx context.Context) {
 		}
 	}
 	lost := make(map[string]bool)
-	for node, last := range w.lastOK {
+	for node, m := range w.masters {
 		switch {
 		case len(nodes) > 0 && slotsOf[node] == nil && !w.inFlight[node]:
-			delete(w.lastOK, node) // serves no subscribed slot any longer
-		case slotsOf[node] != nil && now.Sub(last) >= reachLost:
+			delete(w.masters, node) // serves no subscribed slot any longer
+		case m.judge(now) && slotsOf[node] != nil:
 			lost[node] = true
 		}
 	}
