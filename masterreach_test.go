@@ -46,23 +46,50 @@ func declines(was bool, seq []bool) int {
 	return n
 }
 
-func TestMasterReachDeclinesAfterReachLostAndTakesBackAfterSteadyAnswers(t *testing.T) {
+// A master is declined once it has not answered for reachLost, and taken
+// back at its next answer, as long as it was not declined again soon.
+func TestMasterReachDeclinesAfterReachLostAndTakesBackAtTheNextAnswer(t *testing.T) {
 	c := newReachClock()
 	assert.NotContains(t, c.run(time.Minute, true), true, "a master that answers is never declined")
 
 	down := c.run(reachLost+reachProbe, false)
 	assert.False(t, down[1], "declined before reachLost")
 	assert.True(t, down[len(down)-1], "not declined after reachLost without an answer")
-
-	up := c.run(reachRegain+2*reachProbe, true)
-	assert.True(t, up[0], "taken back at its first answer")
-	assert.True(t, up[len(up)-3], "taken back before it answered for reachRegain")
-	assert.False(t, up[len(up)-1], "not taken back after it answered for reachRegain")
+	assert.False(t, c.run(reachProbe, true)[0], "not taken back at its next answer")
 }
 
+// cutAndRegain cuts the master off for reachLost and a probe, and returns
+// how long it then answered before it was taken back.
+func (c *reachClock) cutAndRegain() time.Duration {
+	c.run(reachLost+reachProbe, false)
+	took := time.Duration(0)
+	for c.run(reachProbe, true)[0] {
+		took += reachProbe
+	}
+	return took
+}
+
+// A master declined again within reachFlap of being taken back must answer
+// for reachRegain, then twice as long each time, up to reachRegainMax; after
+// reachFlap within reach it is taken back at its next answer again.
+func TestMasterReachHoldsAMasterDeclinedAgainSoonLonger(t *testing.T) {
+	c := newReachClock()
+	var regains []time.Duration
+	for range 7 {
+		regains = append(regains, c.cutAndRegain())
+	}
+	want := []time.Duration{0, reachRegain, 2 * reachRegain, 4 * reachRegain, 8 * reachRegain, reachRegainMax, reachRegainMax}
+	assert.Equal(t, want, regains, "how long the master answered before it was taken back, cut after cut")
+	c.run(reachFlap, true)
+	assert.Zero(t, c.cutAndRegain(), "the regain after reachFlap within reach")
+}
+
+// A failure while a master declined again must answer restarts its
+// regain.
 func TestMasterReachRestartsTheRegainAtAFailure(t *testing.T) {
 	c := newReachClock()
-	c.run(reachLost+reachProbe, false)
+	c.cutAndRegain()
+	c.run(reachLost+reachProbe, false) // declined again: reachRegain
 	c.run(reachRegain-reachProbe, true)
 	c.m.answered(false, c.now) // a PING fails just before the regain ends
 	assert.True(t, c.m.judge(c.now))
@@ -73,8 +100,8 @@ func TestMasterReachRestartsTheRegainAtAFailure(t *testing.T) {
 
 // A link that drops for a little over reachLost and answers for a moment,
 // over and over, moved the master's slots away and back at each drop (an
-// answer took the master back at once). Now the master is declined once,
-// and stays so until the link holds.
+// answer took the master back at once). Now the master is declined twice:
+// the second time it is held until the link holds.
 func TestMasterReachHoldsAFlappingMasterDeclined(t *testing.T) {
 	c := newReachClock()
 	c.run(10*time.Second, true)
@@ -83,37 +110,8 @@ func TestMasterReachHoldsAFlappingMasterDeclined(t *testing.T) {
 		seq = append(seq, c.run(4*time.Second, false)...)
 		seq = append(seq, c.run(2*time.Second, true)...)
 	}
-	assert.Equal(t, 1, declines(false, seq), "declines of a flapping master in a minute")
+	assert.Equal(t, 2, declines(false, seq), "declines of a flapping master in a minute")
 	assert.True(t, seq[len(seq)-1], "taken back while it flaps")
 	back := c.run(reachRegain+2*reachProbe, true)
 	assert.False(t, back[len(back)-1], "not taken back once the link holds for reachRegain")
-}
-
-// A master declined again soon after being taken back must answer twice as
-// long the next time, up to reachRegainMax; after reachFlap within reach it
-// starts over.
-func TestMasterReachDoublesTheRegainOfAMasterDeclinedAgainSoon(t *testing.T) {
-	c := newReachClock()
-	regainAfterCut := func() time.Duration {
-		c.run(reachLost+reachProbe, false)
-		took := time.Duration(0)
-		for c.m.judge(c.now) {
-			c.run(reachProbe, true)
-			took += reachProbe
-		}
-		return took
-	}
-	var regains []time.Duration
-	for range 6 {
-		regains = append(regains, regainAfterCut())
-	}
-	// Each regain counts from the first answer, which the first probe up
-	// both records and judges: reachRegain, then twice that, ...
-	want := []time.Duration{reachRegain, 2 * reachRegain, 4 * reachRegain, 8 * reachRegain, reachRegainMax, reachRegainMax}
-	for i := range want {
-		assert.InDelta(t, want[i].Seconds(), regains[i].Seconds(), reachProbe.Seconds(), "regain %d", i+1)
-	}
-	c.run(reachFlap, true)
-	assert.InDelta(t, reachRegain.Seconds(), regainAfterCut().Seconds(), reachProbe.Seconds(),
-		"the regain after reachFlap within reach")
 }

@@ -17,7 +17,8 @@ import (
 // pings every master that serves a subscribed slot, one PING in flight per
 // master at most (a ping into a partition hangs until the client's
 // timeouts); a master that has not answered for reachLost is out of reach,
-// and it is back once it has answered steadily for a while (masterReach). A
+// and it is back at its next answer, or, declined again soon after, once it
+// has answered steadily for a while (masterReach). A
 // master down for every process is declined by all of them, and then its
 // slots move nowhere.
 type reachWatch struct {
