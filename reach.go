@@ -18,9 +18,8 @@ import (
 // master at most (a ping into a partition hangs until the client's
 // timeouts); a master that has not answered for reachLost is out of reach,
 // and it is back at its next answer, or, declined again soon after, once it
-// has answered steadily for a while (masterReach). A
-// master down for every process is declined by all of them, and then its
-// slots move nowhere.
+// has answered steadily for a while (masterReach). A master down for every
+// process is declined by all of them, and then its slots move nowhere.
 type reachWatch struct {
 	c        *Client // its declines (Client.declines) are what the watch sets
 	subs     map[string]*subscription
