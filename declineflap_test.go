@@ -24,7 +24,8 @@ import (
 // second only once the link has held for 5 s. Before, each answer took the
 // master back and each drop declined it again, every change moving its
 // slots (a handover each, with more than one worker). Here the link drops
-// four times for 4.5 s, 2 s apart.
+// four times for 5 s, 2 s apart: a master is declined 3 to 4 s after its
+// last answer (a probe every second).
 func TestClusterWorkerHoldsAFlappingMasterDeclined(t *testing.T) {
 	t.Parallel()
 	b := testenv.Cluster(t)
@@ -74,7 +75,7 @@ func TestClusterWorkerHoldsAFlappingMasterDeclined(t *testing.T) {
 	var healed time.Time
 	for range 4 {
 		p.Cut()
-		time.Sleep(4500 * time.Millisecond)
+		time.Sleep(5 * time.Second)
 		p.Heal()
 		healed = time.Now()
 		time.Sleep(2 * time.Second)
