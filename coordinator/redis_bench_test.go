@@ -104,7 +104,8 @@ func BenchmarkApplyIdle(b *testing.B) {
 	ts := make([]*redisTopic, topics)
 	for i := range ts {
 		t := &redisTopic{TopicThreads: TopicThreads{Topic: strconv.Itoa(i), SlotAmount: slots, Threads: 1},
-			desired: make([]Owner, slots), held: make([]*redisHeld, slots), waiting: make(map[int]time.Time)}
+			desired: make([]Owner, slots), held: make([]*redisHeld, slots), waiting: make(map[int]time.Time),
+			unsure: make(map[int]time.Time)}
 		for s := range slots {
 			t.desired[s] = Owner{Worker: "idle"}
 			l, g := NewLease(t.Topic, s, 0, 1)

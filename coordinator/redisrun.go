@@ -66,6 +66,7 @@ type redisTopic struct {
 	desired []Owner           // from the assignment
 	held    []*redisHeld      // by slot: those whose owner record is ours, else nil
 	waiting map[int]time.Time // slot → since when a live worker holds it
+	unsure  map[int]time.Time // slot → when a claim of it last went unanswered (redisunsure.go)
 }
 
 // redisHeld is a slot this incarnation claimed.
@@ -89,7 +90,7 @@ func newRedisRun(co rdb.Coordination, cfg RedisConfig, log *slog.Logger, m Membe
 	keys := rdb.NewKeyspace(m.Namespace)
 	for _, t := range m.Topics {
 		r.topics[t.Topic] = &redisTopic{TopicThreads: t, keys: keys.OwnerKeys(t.Topic, t.SlotAmount),
-			held: make([]*redisHeld, t.SlotAmount), waiting: make(map[int]time.Time)}
+			held: make([]*redisHeld, t.SlotAmount), waiting: make(map[int]time.Time), unsure: make(map[int]time.Time)}
 	}
 	if r.m.DrainTimeout <= 0 {
 		r.m.DrainTimeout = 30 * time.Second
@@ -306,6 +307,7 @@ func (r *redisRun) forget() {
 		}
 		clear(t.held)
 		clear(t.waiting)
+		clear(t.unsure) // the records name a worker gone for good: anyone claims over them
 		t.desired = nil
 	}
 	r.mu.Lock()

@@ -81,7 +81,8 @@ func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bo
 	if !valid || r.isLeaving() {
 		return nil
 	}
-	return r.claim(ctx, t, id)
+	err := r.claim(ctx, t, id)
+	return cmp.Or(err, r.disown(ctx, t, id))
 }
 
 // errDeclinedSlot is why a record of a declined slot is not written back.
@@ -184,8 +185,8 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 // from its consumer (the drain timeout), and a heartbeat has passed.
 func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	var slots []int
-	for slot, o := range t.desired {
-		if o.Worker == id && o.Thread < max(t.Threads, 1) && slot < len(t.held) && t.held[slot] == nil {
+	for slot := range t.desired {
+		if t.claimable(id, slot) && slot < len(t.held) && t.held[slot] == nil {
 			slots = append(slots, slot)
 		}
 	}
@@ -232,7 +233,7 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	if err != nil {
 		return err
 	}
-	patience := r.m.DrainTimeout + r.cfg.LeaseTTL + r.interval()
+	patience := r.patience()
 	now := time.Now()
 	var claimKeys []string
 	var claimSlots []int
@@ -263,12 +264,20 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	}
 	won, err := r.co.Claim(ctx, id, claimKeys, expected)
 	if err != nil {
-		if eachFailed(err, len(claimKeys)) == nil {
+		failed := eachFailed(err, len(claimKeys))
+		if failed == nil {
+			t.unsureOf(claimSlots, now) // any of them may go through yet (redisunsure.go)
 			return fmt.Errorf("rmq: redis coordinator: claim slots of %s: %w", t.Topic, err)
 		}
 		// Not claimed as far as this worker knows; a claim that went through
 		// all the same names this incarnation, and the next look holds it
-		// (ours already, above).
+		// (ours already, above), or hands it back if the slot was assigned
+		// elsewhere meanwhile (redisunsure.go).
+		for i, f := range failed {
+			if f != nil {
+				t.unsure[claimSlots[i]] = now
+			}
+		}
 		partly = cmp.Or(partly, fmt.Errorf("rmq: redis coordinator: claim slots of %s: %w", t.Topic, err))
 	}
 	for i, rec := range won {
@@ -317,6 +326,7 @@ func (r *redisRun) liveness(ctx context.Context, holders []string) (map[string]b
 // hold records a claimed slot and hands its lease to the slot's thread.
 func (r *redisRun) hold(t *redisTopic, slot int, record string) {
 	delete(t.waiting, slot)
+	delete(t.unsure, slot)
 	c := &redisHeld{slot: slot, thread: t.desired[slot].Thread, record: record}
 	l, g := NewLease(t.Topic, slot, c.thread, tokenOf(record))
 	l.record = record
