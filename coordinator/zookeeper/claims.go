@@ -75,6 +75,9 @@ func (r *membership) applyAssignment(t *topicState, sid int64) error {
 			}
 		}
 	}
+	if err := r.settleUnsure(t, sid); err != nil {
+		return err
+	}
 	var free map[int]bool // slots without an owner node, read once per pass
 	for slot, o := range t.desired {
 		if o.Worker != r.id || o.Thread >= t.Threads || t.held[slot] != nil {
@@ -121,6 +124,7 @@ func (r *membership) claim(t *topicState, slot, thread int, sid int64) error {
 	conn := r.sess.conn
 	path := r.paths.owner(t.Topic, slot)
 	data, _ := json.Marshal(ownerNode{Worker: r.id, Thread: thread})
+	t.unsure[slot] = true // until the node is read (lostclaims.go)
 	_, err := conn.Create(path, data, zk.FlagEphemeral, r.z.acl)
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("rmq: zookeeper claim %s: %w", path, err)
@@ -129,6 +133,7 @@ func (r *membership) claim(t *topicState, slot, thread int, sid int64) error {
 	if err != nil {
 		return fmt.Errorf("rmq: zookeeper claim %s: %w", path, err)
 	}
+	delete(t.unsure, slot)
 	if st == nil || st.EphemeralOwner != sid {
 		r.busy = true // lost the race, or gone again: look again soon
 		return nil

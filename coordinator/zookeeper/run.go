@@ -68,6 +68,7 @@ type topicState struct {
 	coordinator.TopicThreads
 	desired []coordinator.Owner // from the assignment node
 	held    map[int]*heldSlot   // slots whose owner node is ours
+	unsure  map[int]bool        // slots whose owner node this session may have made unawares (lostclaims.go)
 }
 
 // heldSlot is a slot whose owner node this session created.
@@ -89,7 +90,7 @@ func newMembership(z *Coordinator, m coordinator.Member, h coordinator.Handler) 
 		topics: make(map[string]*topicState), workers: make(map[string]workerNode), slotsOf: make(map[string]int),
 	}
 	for _, t := range m.Topics {
-		r.topics[t.Topic] = &topicState{TopicThreads: t, held: make(map[int]*heldSlot)}
+		r.topics[t.Topic] = &topicState{TopicThreads: t, held: make(map[int]*heldSlot), unsure: make(map[int]bool)}
 	}
 	if r.m.DrainTimeout <= 0 {
 		r.m.DrainTimeout = 30 * time.Second
@@ -217,6 +218,7 @@ func (r *membership) forgetSession() {
 			}
 		}
 		clear(t.held)
+		clear(t.unsure)
 	}
 	clear(r.seen)
 	r.election, r.leader = "", false

@@ -105,8 +105,15 @@ func startWorkerOf(t *testing.T, servers []string, ns, id string, threads, slots
 func startWorkerWith(t *testing.T, servers []string, ns, id string, threads, slots int, shared *sharedSlots,
 	declines *coordinator.Declines) *worker {
 	t.Helper()
+	return startWorkerSession(t, servers, ns, id, threads, slots, shared, declines, 4*time.Second)
+}
+
+// startWorkerSession is startWorkerWith with a session timeout of its own.
+func startWorkerSession(t *testing.T, servers []string, ns, id string, threads, slots int, shared *sharedSlots,
+	declines *coordinator.Declines, session time.Duration) *worker {
+	t.Helper()
 	z, err := zookeeper.New(zookeeper.Config{
-		Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq-test", WorkerID: id})
+		Servers: servers, SessionTimeout: session, Root: "/rmq-test", WorkerID: id})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{h: newHolder(shared), stop: cancel, done: make(chan struct{})}

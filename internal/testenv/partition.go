@@ -1,11 +1,13 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +35,10 @@ type Partition struct {
 	done  chan struct{} // closed by Close
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	drop  []byte // DropReplyTo's match, nil once it struck (under mu)
+	hits  int    // how many times DropReplyTo struck (under mu)
+	// cutOnDrop: DropReplyToAndCut armed the fault (under mu).
+	cutOnDrop bool
 }
 
 // StartPartition starts a proxy to target (host:port); it is closed, with
@@ -75,6 +81,53 @@ func (p *Partition) Heal() {
 	default:
 		close(p.open)
 	}
+}
+
+// DropReplyTo arms a one-shot fault: the next chunk a client sends through
+// the proxy that holds match reaches the server, and then that client's
+// connection breaks before any reply to it is relayed, as when a link fails
+// with a request in flight. The server carries the request out; the client
+// learns only that its connection closed, and dials again. The server's
+// side of the broken connection stays open, its replies dropped, until the
+// server ends it or the proxy closes.
+func (p *Partition) DropReplyTo(match []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drop, p.cutOnDrop = append([]byte(nil), match...), false
+}
+
+// DropReplyToAndCut is DropReplyTo, and cuts the proxy (Cut) as it strikes:
+// the client cannot dial again until Heal.
+func (p *Partition) DropReplyToAndCut(match []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drop, p.cutOnDrop = append([]byte(nil), match...), true
+}
+
+// strikes reports whether chunk sets off the armed DropReplyTo, disarming it.
+func (p *Partition) strikes(chunk []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drop == nil || !bytes.Contains(chunk, p.drop) {
+		return false
+	}
+	p.drop = nil
+	p.hits++
+	if p.cutOnDrop {
+		select {
+		case <-p.open:
+			p.open = make(chan struct{})
+		default: // already cut
+		}
+	}
+	return true
+}
+
+// Struck returns how many times DropReplyTo struck.
+func (p *Partition) Struck() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hits
 }
 
 // Close closes the proxy and every connection through it.
@@ -172,28 +225,46 @@ func (p *Partition) serve(client net.Conn) {
 		return
 	}
 	var halves sync.WaitGroup
+	var severed atomic.Bool // DropReplyTo struck this connection
 	halves.Add(2)
-	go func() { defer halves.Done(); p.pipe(server, client) }()
-	go func() { defer halves.Done(); p.pipe(client, server) }()
+	go func() { defer halves.Done(); p.pipe(server, client, &severed, true) }()
+	go func() { defer halves.Done(); p.pipe(client, server, &severed, false) }()
 	halves.Wait()
 	p.untrack(client, server)
 }
 
 // pipe copies src to dst while traffic flows, holding a chunk read before a
-// cut until the heal; at src's end it closes dst's writing half.
-func (p *Partition) pipe(dst, src net.Conn) {
+// cut until the heal; at src's end it closes dst's writing half. up says
+// whether src is the client. Once severed (DropReplyTo), the server's side
+// is read and dropped, and the client's is closed after the chunk that
+// struck reached the server.
+func (p *Partition) pipe(dst, src net.Conn, severed *atomic.Bool, up bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		if !p.pass() {
 			return
 		}
 		n, err := src.Read(buf)
+		if !up && severed.Load() {
+			if err != nil {
+				return
+			}
+			continue // the replies the client never gets
+		}
 		if n > 0 {
 			if !p.pass() {
 				return
 			}
+			strikes := up && p.strikes(buf[:n])
+			if strikes {
+				severed.Store(true)
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				_ = src.Close()
+				return
+			}
+			if strikes {
+				_ = src.Close() // the client's connection breaks; the server's stays until it ends it
 				return
 			}
 		}
