@@ -266,7 +266,9 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	if err != nil {
 		failed := eachFailed(err, len(claimKeys))
 		if failed == nil {
-			t.unsureOf(claimSlots, now) // any of them may go through yet (redisunsure.go)
+			for _, slot := range claimSlots {
+				t.unsure[slot] = now // any of them may go through yet (redisunsure.go)
+			}
 			return fmt.Errorf("rmq: redis coordinator: claim slots of %s: %w", t.Topic, err)
 		}
 		// Not claimed as far as this worker knows; a claim that went through

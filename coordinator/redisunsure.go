@@ -36,13 +36,6 @@ func (t *redisTopic) claimable(id string, slot int) bool {
 	return slot < len(t.desired) && t.desired[slot].Worker == id && t.desired[slot].Thread < max(t.Threads, 1)
 }
 
-// unsureOf remembers slots as claimed with an unknown outcome, now.
-func (t *redisTopic) unsureOf(slots []int, now time.Time) {
-	for _, slot := range slots {
-		t.unsure[slot] = now
-	}
-}
-
 // disown hands back the records that claims of unknown outcome (unsure)
 // left naming this incarnation, of slots no longer assigned here. A slot
 // this worker declines (its master out of its reach) is not looked at, since
