@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,20 +76,24 @@ func (c *claimGate) last(worker string) (time.Time, int) {
 }
 
 // thaw sends the held claims in the order they came and returns the owner
-// keys each worker's claims won.
-func (c *claimGate) thaw(t *testing.T) map[string][]string {
+// keys each worker's claims won (a worker's later claims of a key its
+// earlier one won report it won too: the record names the worker).
+func (c *claimGate) thaw(t *testing.T) map[string]map[string]bool {
 	c.mu.Lock()
 	queued := c.queued
 	c.frozen, c.queued = false, nil
 	c.mu.Unlock()
-	won := make(map[string][]string)
+	won := make(map[string]map[string]bool)
 	for _, q := range queued {
 		records, err := q.co.Claim(context.Background(), q.worker, q.owners, q.expected)
 		require.NoError(t, err)
+		name, _, _ := strings.Cut(q.worker, ".")
 		for i, rec := range records {
 			if rec != "" {
-				name, _, _ := strings.Cut(q.worker, ".")
-				won[name] = append(won[name], q.owners[i])
+				if won[name] == nil {
+					won[name] = make(map[string]bool)
+				}
+				won[name][q.owners[i]] = true
 			}
 		}
 	}
@@ -164,6 +169,97 @@ func TestLateClaimIsHandedBack(t *testing.T) {
 		took := waitFor(t, board, 10*time.Second, "c holds its slots", func() bool { return board.count("c") == 8 })
 		t.Logf("c held its slots %v after the claims went through", time.Since(thawed).Round(time.Millisecond))
 		assert.Less(t, took, 3*time.Second, "c waited out its patience: a's late records were not handed back")
+		assert.Equal(t, 8, board.count("a"), "a's slots")
+		assert.Zero(t, board.overlap.Load(), "two valid leases of one slot")
+	})
+}
+
+// retriedClaim, once armed, lets its next Claim go through and then holds
+// it until resume is closed, then sends it again and returns that answer:
+// what a client's retry after a lost reply returns, the first attempt having
+// gone through.
+type retriedClaim struct {
+	rdb.Coordination
+	armed   atomic.Bool
+	landed  chan struct{}
+	resume  chan struct{}
+	resumed sync.Once
+	claimed atomic.Int32 // slots the first attempt won
+}
+
+// let closes resume, once.
+func (r *retriedClaim) let() { r.resumed.Do(func() { close(r.resume) }) }
+
+func (r *retriedClaim) Claim(ctx context.Context, id string, owners []string, expected []string) ([]string, error) {
+	if !r.armed.CompareAndSwap(true, false) {
+		return r.Coordination.Claim(ctx, id, owners, expected)
+	}
+	first, err := r.Coordination.Claim(ctx, id, owners, expected)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range first {
+		if rec != "" {
+			r.claimed.Add(1)
+		}
+	}
+	close(r.landed)
+	<-r.resume
+	return r.Coordination.Claim(ctx, id, owners, expected)
+}
+
+// A claim whose reply was lost and that the client sent again finds the
+// record it wrote itself. That is a claim won, not lost: the worker holds
+// the slots at once. Before, it took the answer for a lost race and, once
+// the slots were assigned elsewhere, never looked at them again, so their
+// new owner waited out its patience (drain timeout 5 s + TTL 2 s + a
+// heartbeat: 7.4 s).
+func TestClaimRetriedAfterALostReplyIsWon(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		ns := testenv.Namespace(t, b)
+		board := newSlotBoard()
+		co := &retriedClaim{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)),
+			landed: make(chan struct{}), resume: make(chan struct{})}
+		m := Member{Namespace: ns, DrainTimeout: 5 * time.Second,
+			Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: 2}}}
+		run := newRedisRun(co, RedisConfig{LeaseTTL: 2 * time.Second, WorkerID: "a"}, slog.New(slog.DiscardHandler), m,
+			&testThreads{worker: "a", board: board, drain: 5 * time.Millisecond})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- run.run(ctx) }()
+		t.Cleanup(func() {
+			co.let()
+			cancel()
+			<-done
+		})
+		waitFor(t, board, 5*time.Second, "a holds every slot", func() bool { return board.count("a") == 16 })
+		w := startWorker(t, b, ns, "b", board, 2, 2*time.Second)
+		waitFor(t, board, 5*time.Second, "a and b hold half each", func() bool {
+			return board.count("a") == 8 && board.count("b") == 8
+		})
+
+		// b leaves; a's claim of b's slots goes through, and a hears
+		// nothing of it until c has joined.
+		co.armed.Store(true)
+		w.stop()
+		err := <-w.done
+		w.done <- err // for the cleanup
+		require.NoError(t, err)
+		select {
+		case <-co.landed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a claimed nothing")
+		}
+		// b releases its slots one by one: a's first claim may name only some.
+		require.Positive(t, co.claimed.Load(), "the slots a's first attempt won")
+		startWorker(t, b, ns, "c", board, 2, 2*time.Second)
+		time.Sleep(500 * time.Millisecond) // c joins and finds b's slots held by a
+		resumed := time.Now()
+		co.let()
+		took := waitFor(t, board, 10*time.Second, "c holds its 8 slots", func() bool { return board.count("c") == 8 })
+		t.Logf("c held its slots %v after a's retried claim of %d answered", time.Since(resumed).Round(time.Millisecond),
+			co.claimed.Load())
+		assert.Less(t, took, 3*time.Second, "c waited out its patience: a took its own record for a lost race")
 		assert.Equal(t, 8, board.count("a"), "a's slots")
 		assert.Zero(t, board.overlap.Load(), "two valid leases of one slot")
 	})

@@ -37,7 +37,9 @@ type Coordination interface {
 	// (SlotKeys.Owner, Keyspace.OwnerKeys; "" for none).
 	Owners(ctx context.Context, owners []string) ([]string, error)
 	// Claim takes each slot whose owner record is still the expected one;
-	// records[i] is the new record if claimed, else "".
+	// records[i] is the new record if claimed, or the current one if it
+	// already names id (an earlier attempt of the claim went through, its
+	// reply lost, and the client sent it again), else "".
 	Claim(ctx context.Context, id string, owners []string, expected []string) (records []string, err error)
 	// Release hands back each slot whose record is still records[i]. When
 	// some fail (their master out of reach, say) and others went through,
@@ -253,8 +255,10 @@ func (c *coordination) Claim(ctx context.Context, id string, owners []string, ex
 		if !ok || len(v) != 2 {
 			return nil, fmt.Errorf("rmq: claim script returned %v", r)
 		}
-		if won, _ := v[0].(int64); won == 1 {
-			out[i], _ = v[1].(string)
+		won, _ := v[0].(int64)
+		record, _ := v[1].(string)
+		if _, holder, _ := strings.Cut(record, ":"); won == 1 || holder == id {
+			out[i] = record // claimed now, or by an attempt whose reply was lost (a retry finds it)
 		}
 	}
 	return out, eachError(errs)

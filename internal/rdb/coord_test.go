@@ -163,6 +163,15 @@ func TestClaimAndReleaseOwnerRecords(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{""}, again)
 
+		// The same claim sent again (a retry after a lost reply) finds its
+		// own record: won, unchanged.
+		retried, err := f.co.Claim(f.ctx, "a", slots[:1], []string{""})
+		require.NoError(t, err)
+		assert.Equal(t, recs[:1], retried)
+		owners, err = f.co.Owners(f.ctx, slots)
+		require.NoError(t, err)
+		assert.Equal(t, recs, owners, "a retried claim rewrites nothing")
+
 		// Released, then claimed by b with a higher token.
 		require.NoError(t, f.co.Release(f.ctx, slots[:2], []string{recs[0], "0:someone-else"}))
 		owners, err = f.co.Owners(f.ctx, slots)
