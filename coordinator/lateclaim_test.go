@@ -100,9 +100,9 @@ func (c *claimGate) thaw(t *testing.T) map[string]map[string]bool {
 	return won
 }
 
-// startGatedWorker runs worker name on ns with its claims going through gate.
-func startGatedWorker(t *testing.T, b testenv.Backend, ns, name string, board *slotBoard, gate *claimGate) {
-	co := &gatedClaims{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)), gate: gate}
+// startRun runs worker name on ns through co (16 slots, 2 threads, a lease
+// of 2 s), and stops it when t ends.
+func startRun(t *testing.T, co rdb.Coordination, ns, name string, board *slotBoard) {
 	m := Member{Namespace: ns, DrainTimeout: 5 * time.Second,
 		Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: 2}}}
 	run := newRedisRun(co, RedisConfig{LeaseTTL: 2 * time.Second, WorkerID: name}, slog.New(slog.DiscardHandler), m,
@@ -118,6 +118,11 @@ func startGatedWorker(t *testing.T, b testenv.Backend, ns, name string, board *s
 			t.Errorf("worker %s did not stop", name)
 		}
 	})
+}
+
+// startGatedWorker runs worker name on ns with its claims going through gate.
+func startGatedWorker(t *testing.T, b testenv.Backend, ns, name string, board *slotBoard, gate *claimGate) {
+	startRun(t, &gatedClaims{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)), gate: gate}, ns, name, board)
 }
 
 // A claim whose reply did not come in time can still go through, after its
@@ -220,18 +225,8 @@ func TestClaimRetriedAfterALostReplyIsWon(t *testing.T) {
 		board := newSlotBoard()
 		co := &retriedClaim{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)),
 			landed: make(chan struct{}), resume: make(chan struct{})}
-		m := Member{Namespace: ns, DrainTimeout: 5 * time.Second,
-			Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: 2}}}
-		run := newRedisRun(co, RedisConfig{LeaseTTL: 2 * time.Second, WorkerID: "a"}, slog.New(slog.DiscardHandler), m,
-			&testThreads{worker: "a", board: board, drain: 5 * time.Millisecond})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- run.run(ctx) }()
-		t.Cleanup(func() {
-			co.let()
-			cancel()
-			<-done
-		})
+		startRun(t, co, ns, "a", board)
+		t.Cleanup(co.let) // before the run's own cleanup: a claim held back would hold up its end
 		waitFor(t, board, 5*time.Second, "a holds every slot", func() bool { return board.count("a") == 16 })
 		w := startWorker(t, b, ns, "b", board, 2, 2*time.Second)
 		waitFor(t, board, 5*time.Second, "a and b hold half each", func() bool {
