@@ -77,12 +77,14 @@ func (c *claimGate) last(worker string) (time.Time, int) {
 
 // thaw sends the held claims in the order they came and returns the owner
 // keys each worker's claims won (a worker's later claims of a key its
-// earlier one won report it won too: the record names the worker).
+// earlier one won report it won too: the record names the worker). Claims
+// made meanwhile wait until it is done, as a master answers the calls it
+// holds before those sent after them; the workers' other calls go on.
 func (c *claimGate) thaw(t *testing.T) map[string]map[string]bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	queued := c.queued
 	c.frozen, c.queued = false, nil
-	c.mu.Unlock()
 	won := make(map[string]map[string]bool)
 	for _, q := range queued {
 		records, err := q.co.Claim(context.Background(), q.worker, q.owners, q.expected)
