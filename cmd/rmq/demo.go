@@ -103,11 +103,17 @@ func runDemo(ctx context.Context, p *printer, cfg demoConfig) error {
 	return err
 }
 
-// playWithin plays s and fails if it takes longer than d.
+// playWithin plays s and fails if it takes longer than d. A step cut short
+// while it called Redis (a Send under way, whose error is go-redis's) fails
+// with the reason the scenario ended first, as a step that waits does.
 func playWithin(ctx context.Context, s *scenario, d time.Duration) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, d, fmt.Errorf("the scenario did not complete within %v", d))
 	defer cancel()
-	return s.play(ctx)
+	err := s.play(ctx)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w (%w)", cause, err)
+	}
+	return err
 }
 
 // demoRedis returns the Redis the demo runs on, its namespace, the rmq flags

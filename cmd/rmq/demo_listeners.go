@@ -11,7 +11,8 @@ import (
 
 // onJob handles the Priority topic. The warm-up job keeps the consumer busy
 // until the other jobs are sent (and for at least busyFor), so they wait in
-// store together and are taken by priority.
+// store together and are taken by priority. If the scenario ends first (cut
+// short), the job fails and is retried, and the consumer is free to stop.
 func (s *scenario) onJob(ctx context.Context, m *rmq.Message) error {
 	if string(m.Content) == warmupJob {
 		s.p.event("busy", m.Topic, "%s priority %d holds the consumer while the other jobs arrive",
@@ -20,8 +21,15 @@ func (s *scenario) onJob(ctx context.Context, m *rmq.Message) error {
 		if err := sleep(ctx, busyFor); err != nil {
 			return err
 		}
-		if err := s.tally.await(ctx, "the other jobs", func() bool { return s.tally.jobsSent }); err != nil {
+		sent := false
+		if err := s.tally.await(ctx, "the other jobs", func() bool {
+			sent = s.tally.jobsSent
+			return sent || s.tally.ended
+		}); err != nil {
 			return err
+		}
+		if !sent {
+			return errors.New("the scenario ended before the other jobs were sent")
 		}
 		s.p.event("ok", m.Topic, "%s done", formatContent(m.Content))
 		return nil

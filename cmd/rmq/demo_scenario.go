@@ -82,8 +82,10 @@ func (s *scenario) setup(ctx context.Context) error {
 }
 
 // play runs the scenario on the started client and returns once every
-// expected event has happened and the queues are drained.
+// expected event has happened and the queues are drained. Once it returns,
+// the listeners wait for nothing more from it.
 func (s *scenario) play(ctx context.Context) error {
+	defer s.tally.update(func() { s.tally.ended = true })
 	for _, step := range []func(context.Context) error{s.sendReminder, s.playPriorities, s.playMerge, s.playFailures} {
 		if err := step(ctx); err != nil {
 			return err

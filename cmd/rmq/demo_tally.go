@@ -20,6 +20,7 @@ type tally struct {
 	reminded    bool
 	flakyDone   bool // the flaky render succeeded
 	poisonLast  bool // the poison render failed with no retries left
+	ended       bool // the scenario ended (done, failed or cut short): nothing more is sent
 }
 
 // update changes the tally under its lock and wakes its waiters.
