@@ -4,10 +4,11 @@
 #   scripts/test.sh                    install missing servers and chromium, start real Redis,
 #                                      Redis Cluster and a ZooKeeper ensemble (scripts/servers.sh)
 #                                      while the test binaries build in the background,
-#                                      then gofmt -l, go vet ./..., go test -race ./..., and go vet
-#                                      and go test -race in each extra module (EXTRA_MODULES below);
-#                                      the vets and the extra modules' builds run at nice 19 beside
-#                                      the core tests
+#                                      then gofmt -l, go vet ./..., go test -race ./... (two
+#                                      packages at a time, in the lanes of core_tests below), and
+#                                      go vet and go test -race in each extra module
+#                                      (EXTRA_MODULES below); the vets and the extra modules'
+#                                      builds run at nice 19 beside the core tests
 #   scripts/test.sh -run TestFoo ./... same, but the arguments replace ./... for go test of the
 #                                      core module, and the extra modules are left out
 #   scripts/test.sh --short [ARGS]     no servers: gofmt, go vet, go test -short -race ./..., and
@@ -112,6 +113,8 @@ install_missing() {
 # --- servers -----------------------------------------------------------------------------
 
 SERVERS_DIR=
+LANE_DIR=    # the lanes' output (core_tests)
+LANE_PIDS=() # the lanes running (stage)
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
@@ -122,6 +125,11 @@ cleanup() {
 		kill -- "-$PREP_PID" 2>/dev/null || true # its process group (setsid)
 	fi
 	[[ -n ${PREP_DIR:-} ]] && rm -rf "$PREP_DIR"
+	local pid
+	for pid in "${LANE_PIDS[@]}"; do
+		kill -- "-$pid" 2>/dev/null || true # a lane's process group (setsid)
+	done
+	[[ -n ${LANE_DIR:-} ]] && rm -rf "$LANE_DIR"
 	if [[ -n $SERVERS_DIR ]]; then
 		timed "servers stop" bash "$ROOT/scripts/servers.sh" stop "$SERVERS_DIR" || true
 		if [[ ${RMQ_KEEP_SERVERS_DIR:-0} == 1 ]]; then
@@ -238,8 +246,10 @@ if ((SHORT)); then
 	test_cmd=(go test -short -race -count=1 "${args[@]}")
 else
 	# -p 1: packages one at a time, since some tests kill and freeze the shared
-	# servers (the ZooKeeper leader) and others must not run across that.
-	test_cmd=(go test -race -count=1 -p 1 -timeout 12m "${args[@]}")
+	# servers (the ZooKeeper leader) and others must not run across that; a full
+	# run puts two such runs side by side where that is safe (core_tests below).
+	test_flags=(go test -race -count=1 -p 1 -timeout 12m)
+	test_cmd=("${test_flags[@]}" "${args[@]}")
 	# -p 1 also builds one package at a time: build every test binary first, as
 	# many at once as there are cores (running none of their tests), so that the
 	# serial run finds them in the build cache.
@@ -251,11 +261,81 @@ else
 		say "go test -race -count=1 ${args[*]} -run '^\$' (builds the test binaries in parallel)"
 		timed "test build" go test -race -count=1 "${args[@]}" -run '^$' >/dev/null 2>&1 || true
 	fi
-	if ((FULL)); then start_prep; fi
-	say "${test_cmd[*]}"
+	if ((FULL)); then start_prep; else say "${test_cmd[*]}"; fi
 fi
+
+# --- a full run: the core's packages in two stages of two lanes -----------------------------
+#
+# Each lane is a go test of its packages one at a time (-p 1); the two lanes of a stage run
+# side by side, and the second stage starts when both lanes of the first are done. The tests
+# of three packages keep a core busy most of the time (worker processes under load, private
+# Clusters failing over and resharding); every other package mostly waits on timers and
+# servers (under 40 % of the machine alone). So those three lead the A lanes and never run
+# beside one another (test/reshard beside test/churn failed). The stages are placed by what
+# their packages share:
+#   - stage 1's lane A uses private servers alone, so any package may run beside it: lane B
+#     is every package not named below, the root package among them, whose
+#     TestIdleSlotsCostFewCommands counts every command the shared Redis serves;
+#   - test/churn kills and restarts the shared ZooKeeper ensemble's leader, so the whole of
+#     stage 2 leaves ZooKeeper alone; test/churn and test/crash load the shared Redis and
+#     Cluster (each test in namespaces of its own, killing neither), so nothing in stage 2
+#     measures those servers as a whole;
+#   - the coordinator package's workers hold leases of 2 s and its tests time their moves:
+#     beside test/churn two of them failed (a worker's slots lapsed; claims not settled
+#     within 10 s), so it follows test/churn in lane A, once lane B is mostly done.
+# A package that starts to use the shared ZooKeeper, or to measure a shared server as a
+# whole, must leave stage 2; a new package lands in lane B of stage 1.
+STAGE1_A=(./test/failover ./test/reshard)
+STAGE2_A=(./test/churn ./test/crash ./coordinator)
+STAGE2_B=(./internal/... ./test/flow)
+
+# stage N A... -- B...: go test the two package lists side by side, each one package at a
+# time, then print both outputs, lane A's first; 1 if either failed.
+stage() {
+	local n=$1 a=() b=() pid rc=0
+	shift
+	while (($#)) && [[ $1 != -- ]]; do
+		a+=("$1")
+		shift
+	done
+	shift
+	b=("$@")
+	say "stage $n: ${test_flags[*]} ${a[*]#"$MODULE"/}"
+	say "  beside it, the same of ${b[*]#"$MODULE"/}"
+	setsid "${test_flags[@]}" "${a[@]}" >"$LANE_DIR/$n-a.log" 2>&1 &
+	LANE_PIDS=($!)
+	setsid "${test_flags[@]}" "${b[@]}" >"$LANE_DIR/$n-b.log" 2>&1 &
+	LANE_PIDS+=($!)
+	for pid in "${LANE_PIDS[@]}"; do
+		wait "$pid" || rc=1
+	done
+	LANE_PIDS=()
+	cat "$LANE_DIR/$n-a.log" "$LANE_DIR/$n-b.log" >&2
+	return "$rc"
+}
+
+core_tests() {
+	local all named p rest=() rc=0
+	MODULE=$(go list -m) || return 1
+	all=$(go list ./...) || return 1
+	named=$(go list "${STAGE1_A[@]}" "${STAGE2_A[@]}" "${STAGE2_B[@]}") || return 1
+	for p in $all; do
+		grep -qxF "$p" <<<"$named" || rest+=("$p")
+	done
+	LANE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rmq-lanes.XXXXXX") || return 1
+	# shellcheck disable=SC2046 # one word per package
+	timed "go test, stage 1" stage 1 $(go list "${STAGE1_A[@]}") -- "${rest[@]}" || rc=1
+	# shellcheck disable=SC2046
+	timed "go test, stage 2" stage 2 $(go list "${STAGE2_A[@]}") -- $(go list "${STAGE2_B[@]}") || rc=1
+	return "$rc"
+}
+
 rc=0
-timed "go test" "${test_cmd[@]}" || rc=$?
+if ((FULL && !SHORT)); then
+	core_tests || rc=$?
+else
+	timed "go test" "${test_cmd[@]}" || rc=$?
+fi
 
 if [[ -n $PREP_PID ]]; then
 	timed "vet (waited for)" wait "$PREP_PID" || true
