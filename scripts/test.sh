@@ -5,7 +5,7 @@
 #                                      Redis Cluster and a ZooKeeper ensemble (scripts/servers.sh)
 #                                      while the test binaries build in the background,
 #                                      then gofmt -l, go vet ./..., go test -race ./... (two
-#                                      packages at a time, in the lanes of core_tests below), and
+#                                      packages at a time where safe: core_tests below), and
 #                                      go vet and go test -race in each extra module
 #                                      (EXTRA_MODULES below); the vets and the extra modules'
 #                                      builds run at nice 19 beside the core tests
@@ -264,33 +264,35 @@ else
 	if ((FULL)); then start_prep; else say "${test_cmd[*]}"; fi
 fi
 
-# --- a full run: the core's packages in two stages of two lanes -----------------------------
+# --- a full run: the core's packages in stages -----------------------------------------------
 #
 # Each lane is a go test of its packages one at a time (-p 1); the two lanes of a stage run
-# side by side, and the second stage starts when both lanes of the first are done. The tests
-# of three packages keep a core busy most of the time (worker processes under load, private
-# Clusters failing over and resharding); every other package mostly waits on timers and
-# servers (under 40 % of the machine alone). So those three lead the A lanes and never run
-# beside one another (test/reshard beside test/churn failed). The stages are placed by what
-# their packages share:
+# side by side, and a stage starts when the one before it is done. The tests of three
+# packages keep a core busy most of the time (worker processes under load, private Clusters
+# failing over and resharding); every other package mostly waits on timers and servers
+# (under 40 % of the machine alone), but many of those time what they wait for. So those
+# three lead the A lanes, never beside one another (test/reshard beside test/churn failed),
+# and beside them run only packages that passed there in repeated runs:
 #   - stage 1's lane A uses private servers alone, so any package may run beside it: lane B
 #     is every package not named below, the root package among them, whose
 #     TestIdleSlotsCostFewCommands counts every command the shared Redis serves;
-#   - test/churn kills and restarts the shared ZooKeeper ensemble's leader, so the whole of
-#     stage 2 leaves ZooKeeper alone; test/churn and test/crash load the shared Redis and
-#     Cluster (each test in namespaces of its own, killing neither), so nothing in stage 2
-#     measures those servers as a whole;
-#   - the coordinator package's workers hold leases of 2 s and its tests time their moves:
-#     beside test/churn two of them failed (a worker's slots lapsed; claims not settled
-#     within 10 s), so it follows test/churn in lane A, once lane B is mostly done.
-# A package that starts to use the shared ZooKeeper, or to measure a shared server as a
-# whole, must leave stage 2; a new package lands in lane B of stage 1.
+#   - test/churn kills and restarts the shared ZooKeeper ensemble's leader and loads the
+#     shared Redis and Cluster (in namespaces of its own, killing neither), so stage 2's
+#     lane B leaves ZooKeeper alone and measures no shared server as a whole;
+#   - stage 3 runs alone the packages that failed beside test/churn: the coordinator's
+#     workers hold leases of 2 s (a worker's slots lapsed, claims did not settle within
+#     10 s), internal/rdb's sharded channels followed a moved slot too late once; and
+#     test/crash, which loads the shared servers too.
+# A new package lands in lane B of stage 1. One that starts to use the shared ZooKeeper,
+# or to measure a shared server as a whole, must not join stage 2.
 STAGE1_A=(./test/failover ./test/reshard)
-STAGE2_A=(./test/churn ./test/crash ./coordinator)
-STAGE2_B=(./internal/... ./test/flow)
+STAGE2_A=(./test/churn)
+STAGE2_B=(./internal/alarm ./internal/backoff ./internal/childproc ./internal/churn ./internal/keyslot
+	./internal/redislog ./internal/testenv ./test/flow)
+STAGE3=(./test/crash ./coordinator ./internal/rdb)
 
-# stage N A... -- B...: go test the two package lists side by side, each one package at a
-# time, then print both outputs, lane A's first; 1 if either failed.
+# stage N A... [-- B...]: go test the package list A, and B beside it if given, each one
+# package at a time, then print their outputs, A's first; 1 if either failed.
 stage() {
 	local n=$1 a=() b=() pid rc=0
 	shift
@@ -298,14 +300,17 @@ stage() {
 		a+=("$1")
 		shift
 	done
-	shift
+	(($#)) && shift
 	b=("$@")
 	say "stage $n: ${test_flags[*]} ${a[*]#"$MODULE"/}"
-	say "  beside it, the same of ${b[*]#"$MODULE"/}"
 	setsid "${test_flags[@]}" "${a[@]}" >"$LANE_DIR/$n-a.log" 2>&1 &
 	LANE_PIDS=($!)
-	setsid "${test_flags[@]}" "${b[@]}" >"$LANE_DIR/$n-b.log" 2>&1 &
-	LANE_PIDS+=($!)
+	: >"$LANE_DIR/$n-b.log"
+	if ((${#b[@]})); then
+		say "  beside it, the same of ${b[*]#"$MODULE"/}"
+		setsid "${test_flags[@]}" "${b[@]}" >"$LANE_DIR/$n-b.log" 2>&1 &
+		LANE_PIDS+=($!)
+	fi
 	for pid in "${LANE_PIDS[@]}"; do
 		wait "$pid" || rc=1
 	done
@@ -314,11 +319,13 @@ stage() {
 	return "$rc"
 }
 
+# core_tests: the full run's go test of the core's packages, in the stages above; 1 if
+# any package failed.
 core_tests() {
 	local all named p rest=() rc=0
 	MODULE=$(go list -m) || return 1
 	all=$(go list ./...) || return 1
-	named=$(go list "${STAGE1_A[@]}" "${STAGE2_A[@]}" "${STAGE2_B[@]}") || return 1
+	named=$(go list "${STAGE1_A[@]}" "${STAGE2_A[@]}" "${STAGE2_B[@]}" "${STAGE3[@]}") || return 1
 	for p in $all; do
 		grep -qxF "$p" <<<"$named" || rest+=("$p")
 	done
@@ -327,6 +334,8 @@ core_tests() {
 	timed "go test, stage 1" stage 1 $(go list "${STAGE1_A[@]}") -- "${rest[@]}" || rc=1
 	# shellcheck disable=SC2046
 	timed "go test, stage 2" stage 2 $(go list "${STAGE2_A[@]}") -- $(go list "${STAGE2_B[@]}") || rc=1
+	# shellcheck disable=SC2046
+	timed "go test, stage 3" stage 3 $(go list "${STAGE3[@]}") || rc=1
 	return "$rc"
 }
 
