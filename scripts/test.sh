@@ -4,8 +4,8 @@
 #   scripts/test.sh                    install missing servers and chromium, start real Redis,
 #                                      Redis Cluster and a ZooKeeper ensemble (scripts/servers.sh)
 #                                      while the test binaries build in the background,
-#                                      then gofmt -l, go vet ./..., go test -race ./... (two
-#                                      packages at a time where safe: core_tests below), and
+#                                      then gofmt -l, go vet ./..., go test -race ./... (some
+#                                      packages two at a time: core_tests below), and
 #                                      go vet and go test -race in each extra module
 #                                      (EXTRA_MODULES below); the vets and the extra modules'
 #                                      builds run at nice 19 beside the core tests
@@ -264,32 +264,26 @@ else
 	if ((FULL)); then start_prep; else say "${test_cmd[*]}"; fi
 fi
 
-# --- a full run: the core's packages in stages -----------------------------------------------
+# --- a full run: the core's packages in two stages --------------------------------------------
 #
-# Each lane is a go test of its packages one at a time (-p 1); the two lanes of a stage run
-# side by side, and a stage starts when the one before it is done. The tests of three
-# packages keep a core busy most of the time (worker processes under load, private Clusters
-# failing over and resharding); every other package mostly waits on timers and servers
-# (under 40 % of the machine alone), but many of those time what they wait for. So those
-# three lead the A lanes, never beside one another (test/reshard beside test/churn failed),
-# and beside them run only packages that passed there in repeated runs:
-#   - stage 1's lane A uses private servers alone, so any package may run beside it: lane B
-#     is every package not named below, the root package among them, whose
-#     TestIdleSlotsCostFewCommands counts every command the shared Redis serves;
-#   - test/churn kills and restarts the shared ZooKeeper ensemble's leader and loads the
-#     shared Redis and Cluster (in namespaces of its own, killing neither), so stage 2's
-#     lane B leaves ZooKeeper alone and measures no shared server as a whole;
-#   - stage 3 runs alone the packages that failed beside test/churn: the coordinator's
-#     workers hold leases of 2 s (a worker's slots lapsed, claims did not settle within
-#     10 s), internal/rdb's sharded channels followed a moved slot too late once; and
-#     test/crash, which loads the shared servers too.
-# A new package lands in lane B of stage 1. One that starts to use the shared ZooKeeper,
-# or to measure a shared server as a whole, must not join stage 2.
+# Each lane is a go test of its packages one at a time (-p 1). In stage 1 two lanes run side
+# by side; stage 2, once both are done, runs every other package in one lane. The tests of
+# three packages keep a core busy most of the time (worker processes under load, private
+# Clusters failing over and resharding); every other package mostly waits on timers and
+# servers (under 40 % of the machine alone), but many of those time what they wait for, and
+# a busy machine stretches that. So only pairs that passed in repeated clean-clone runs run
+# side by side:
+#   - stage 1's lane A (test/failover, test/reshard) uses private servers alone, so what runs
+#     beside it shares no server with it; lane B's root package has TestIdleSlotsCostFewCommands,
+#     which counts every command the shared Redis serves, so nothing that uses the shared
+#     Redis may join lane A;
+#   - beside test/churn (the busiest; it kills the shared ZooKeeper ensemble's leader) the
+#     coordinator's tests (2 s leases), internal/rdb's sharded channels and test/flow's rate
+#     limit each failed once in clean-clone runs, and test/reshard beside it failed before:
+#     it runs alone.
+# A new package lands in stage 2.
 STAGE1_A=(./test/failover ./test/reshard)
-STAGE2_A=(./test/churn)
-STAGE2_B=(./internal/alarm ./internal/backoff ./internal/childproc ./internal/churn ./internal/keyslot
-	./internal/redislog ./internal/testenv ./test/flow)
-STAGE3=(./test/crash ./coordinator ./internal/rdb)
+STAGE1_B=(. ./cmd/rmq ./coordinator/zookeeper ./rmqweb)
 
 # stage N A... [-- B...]: go test the package list A, and B beside it if given, each one
 # package at a time, then print their outputs, A's first; 1 if either failed.
@@ -325,17 +319,14 @@ core_tests() {
 	local all named p rest=() rc=0
 	MODULE=$(go list -m) || return 1
 	all=$(go list ./...) || return 1
-	named=$(go list "${STAGE1_A[@]}" "${STAGE2_A[@]}" "${STAGE2_B[@]}" "${STAGE3[@]}") || return 1
+	named=$(go list "${STAGE1_A[@]}" "${STAGE1_B[@]}") || return 1
 	for p in $all; do
 		grep -qxF "$p" <<<"$named" || rest+=("$p")
 	done
 	LANE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rmq-lanes.XXXXXX") || return 1
 	# shellcheck disable=SC2046 # one word per package
-	timed "go test, stage 1" stage 1 $(go list "${STAGE1_A[@]}") -- "${rest[@]}" || rc=1
-	# shellcheck disable=SC2046
-	timed "go test, stage 2" stage 2 $(go list "${STAGE2_A[@]}") -- $(go list "${STAGE2_B[@]}") || rc=1
-	# shellcheck disable=SC2046
-	timed "go test, stage 3" stage 3 $(go list "${STAGE3[@]}") || rc=1
+	timed "go test, stage 1" stage 1 $(go list "${STAGE1_A[@]}") -- $(go list "${STAGE1_B[@]}") || rc=1
+	timed "go test, stage 2" stage 2 "${rest[@]}" || rc=1
 	return "$rc"
 }
 
