@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,43 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/testenv"
 )
-
-// silentServer accepts connections and never answers on them, as a Redis
-// that stopped serving; it closes them when t ends.
-func silentServer(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			cn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, cn)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, cn := range held {
-			cn.Close()
-		}
-	})
-	return l.Addr().String()
-}
 
 // A step the deadline cuts short while it calls Redis (a Send under way)
 // says that the scenario ran out of time, as a step that waits does, where
 // it said only "context deadline exceeded".
 func TestDemoDeadlineNamedWhenItCutsACallShort(t *testing.T) {
 	t.Parallel()
-	r := redis.NewClient(&redis.Options{Addr: silentServer(t), ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	silent := testenv.FakeServer(t, func(net.Conn, *bufio.Reader) {}) // accepts, never answers
+	r := redis.NewClient(&redis.Options{Addr: silent, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
 	defer r.Close()
 	c, err := rmq.New(r, rmq.WithNamespace("demo"))
 	require.NoError(t, err)

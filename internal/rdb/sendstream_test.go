@@ -219,7 +219,7 @@ func TestStreamAuthenticatesAndSelects(t *testing.T) {
 // Close lets commands in flight finish, then refuses writes.
 func TestStreamCloseWaitsForRepliesThenRefuses(t *testing.T) {
 	release := make(chan struct{})
-	addr := fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
+	addr := testenv.FakeServer(t, func(c net.Conn, rd *bufio.Reader) {
 		for {
 			if _, ok := readCommand(rd); !ok {
 				return

@@ -253,7 +253,7 @@ func BenchmarkPlaceShards(b *testing.B) {
 // fakeShardNode serves sharded subscriptions: it confirms each SSUBSCRIBE,
 // then writes what pushes sends it, and never answers PING.
 func fakeShardNode(t *testing.T, pushes <-chan string) string {
-	return fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
+	return testenv.FakeServer(t, func(c net.Conn, rd *bufio.Reader) {
 		done := make(chan struct{})
 		defer close(done)
 		go func() {

@@ -11,39 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// fakeRedis serves each connection with handle on a loopback port.
-func fakeRedis(t *testing.T, handle func(c net.Conn, rd *bufio.Reader)) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { handle(c, bufio.NewReader(c)) })
-		}
-	})
-	return l.Addr().String()
-}
+	"github.com/rmq-go/rmq/internal/testenv"
+)
 
 // readCommand reads one RESP command; false at EOF.
 func readCommand(rd *bufio.Reader) ([]string, bool) {
@@ -70,7 +40,7 @@ func readCommand(rd *bufio.Reader) ([]string, bool) {
 // A server that stops answering fails the commands awaiting replies after
 // the read timeout, not later and not never.
 func TestStreamFailsCommandsOfASilentServer(t *testing.T) {
-	addr := fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
+	addr := testenv.FakeServer(t, func(c net.Conn, rd *bufio.Reader) {
 		for {
 			if _, ok := readCommand(rd); !ok {
 				return
@@ -96,7 +66,7 @@ func TestStreamFailsCommandsOfASilentServer(t *testing.T) {
 func TestStreamDropsAConnectionThatRefusesWrites(t *testing.T) {
 	var mu sync.Mutex
 	dials := 0
-	addr := fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
+	addr := testenv.FakeServer(t, func(c net.Conn, rd *bufio.Reader) {
 		mu.Lock()
 		dials++
 		replica := dials == 1
@@ -184,7 +154,7 @@ func TestStreamRetiresIdleAndOldConnections(t *testing.T) {
 func countingRedis(t *testing.T, replies int) (addr string, dials func() int) {
 	var mu sync.Mutex
 	n := 0
-	addr = fakeRedis(t, func(c net.Conn, rd *bufio.Reader) {
+	addr = testenv.FakeServer(t, func(c net.Conn, rd *bufio.Reader) {
 		mu.Lock()
 		n++
 		mu.Unlock()
