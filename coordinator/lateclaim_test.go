@@ -103,11 +103,11 @@ func (c *claimGate) thaw(t *testing.T) map[string]map[string]bool {
 }
 
 // startRun runs worker name on ns through co (16 slots, 2 threads, a lease
-// of 2 s), and stops it when t ends.
-func startRun(t *testing.T, co rdb.Coordination, ns, name string, board *slotBoard) {
+// of ttl), and stops it when t ends.
+func startRun(t *testing.T, co rdb.Coordination, ns, name string, board *slotBoard, ttl time.Duration) {
 	m := Member{Namespace: ns, DrainTimeout: 5 * time.Second,
 		Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: 2}}}
-	run := newRedisRun(co, RedisConfig{LeaseTTL: 2 * time.Second, WorkerID: name}, slog.New(slog.DiscardHandler), m,
+	run := newRedisRun(co, RedisConfig{LeaseTTL: ttl, WorkerID: name}, slog.New(slog.DiscardHandler), m,
 		&testThreads{worker: name, board: board, drain: 5 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -124,7 +124,7 @@ func startRun(t *testing.T, co rdb.Coordination, ns, name string, board *slotBoa
 
 // startGatedWorker runs worker name on ns with its claims going through gate.
 func startGatedWorker(t *testing.T, b testenv.Backend, ns, name string, board *slotBoard, gate *claimGate) {
-	startRun(t, &gatedClaims{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)), gate: gate}, ns, name, board)
+	startRun(t, &gatedClaims{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)), gate: gate}, ns, name, board, 2*time.Second)
 }
 
 // A claim whose reply did not come in time can still go through, after its
@@ -220,14 +220,18 @@ func (r *retriedClaim) Claim(ctx context.Context, id string, owners []string, ex
 // the slots at once. Before, it took the answer for a lost race and, once
 // the slots were assigned elsewhere, never looked at them again, so their
 // new owner waited out its patience (drain timeout 5 s + TTL 2 s + a
-// heartbeat: 7.4 s).
+// heartbeat: 7.4 s). a's run loop waits in the claim meanwhile, and its
+// leases are not extended past an assignment the loop has not applied, so
+// a's lease (6 s) outlasts the wait, as a lease outlasts a client's retry
+// (a 2 s lease lapsed when a slow machine stretched the wait, and a's own
+// slots were away at the check).
 func TestClaimRetriedAfterALostReplyIsWon(t *testing.T) {
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		ns := testenv.Namespace(t, b)
 		board := newSlotBoard()
 		co := &retriedClaim{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)),
 			landed: make(chan struct{}), resume: make(chan struct{})}
-		startRun(t, co, ns, "a", board)
+		startRun(t, co, ns, "a", board, 6*time.Second)
 		t.Cleanup(co.let) // before the run's own cleanup: a claim held back would hold up its end
 		waitFor(t, board, 5*time.Second, "a holds every slot", func() bool { return board.count("a") == 16 })
 		w := startWorker(t, b, ns, "b", board, 2, 2*time.Second)
