@@ -30,8 +30,15 @@ func (c *PrivateCluster) SlotMove(ctx context.Context, hashSlot int) (from, to C
 }
 
 // GiveSlot hands hashSlot, which holds no key (or whose keys have moved), to
-// the master to: CLUSTER SETSLOT … NODE on to first, then on every other
-// master.
+// the master to, as redis-cli --cluster reshard does: CLUSTER SETSLOT …
+// IMPORTING on to (unless it serves the slot already; again if
+// StartMigration set it), then SETSLOT … NODE on to, then on every other
+// master. A node that was importing the slot raises its config epoch as it
+// takes it, so its claim outranks the old master's in the Cluster's gossip;
+// without it a new master whose epoch is lower than the old one's gives the
+// slot back if the old master's claim reaches it before that master is told,
+// and the nodes stay split on who serves it (seen with the old master told
+// 0.5 s later: the two masters each named the other).
 func (c *PrivateCluster) GiveSlot(ctx context.Context, hashSlot int, to ClusterMaster) error {
 	ms, err := c.Masters(ctx)
 	if err != nil {
@@ -39,8 +46,14 @@ func (c *PrivateCluster) GiveSlot(ctx context.Context, hashSlot int, to ClusterM
 	}
 	order := []string{to.Addr}
 	for _, m := range ms {
-		if m.Addr != to.Addr {
-			order = append(order, m.Addr)
+		if m.Addr == to.Addr {
+			continue
+		}
+		order = append(order, m.Addr)
+		if (ClusterNode{Slots: m.Slots}).OwnsSlot(hashSlot) {
+			if err := c.SetSlot(ctx, to.Addr, hashSlot, "IMPORTING", m.ID); err != nil {
+				return err
+			}
 		}
 	}
 	for _, addr := range order {
