@@ -122,10 +122,9 @@ func startRun(t *testing.T, co rdb.Coordination, ns, name string, board *slotBoa
 	})
 }
 
-// startGatedWorker runs worker name on ns with its claims going through
-// gate, with a lease of ttl.
-func startGatedWorker(t *testing.T, b testenv.Backend, ns, name string, board *slotBoard, gate *claimGate, ttl time.Duration) {
-	startRun(t, &gatedClaims{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)), gate: gate}, ns, name, board, ttl)
+// startGatedWorker runs worker name on ns with its claims going through gate.
+func startGatedWorker(t *testing.T, b testenv.Backend, ns, name string, board *slotBoard, gate *claimGate) {
+	startRun(t, &gatedClaims{Coordination: rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)), gate: gate}, ns, name, board, 2*time.Second)
 }
 
 // A claim whose reply did not come in time can still go through, after its
@@ -139,12 +138,7 @@ func TestLateClaimIsHandedBack(t *testing.T) {
 		ns := testenv.Namespace(t, b)
 		board := newSlotBoard()
 		gate := &claimGate{}
-		// a's lease outlasts the time from b's leave to a's applying the
-		// assignment with c: a worker that has not applied the latest
-		// assignment (its claims of b's slots unanswered meanwhile) lets its
-		// leases run out, and a lapse of its own slots would have it claim
-		// them afresh through the frozen gate.
-		startGatedWorker(t, b, ns, "a", board, gate, 6*time.Second)
+		startGatedWorker(t, b, ns, "a", board, gate)
 		waitFor(t, board, 5*time.Second, "a holds every slot", func() bool { return board.count("a") == 16 })
 		w := startWorker(t, b, ns, "b", board, 2, 2*time.Second)
 		waitFor(t, board, 5*time.Second, "a and b hold half each", func() bool {
@@ -165,7 +159,7 @@ func TestLateClaimIsHandedBack(t *testing.T) {
 		})
 
 		// c joins and is assigned b's slots; a stops claiming them.
-		startGatedWorker(t, b, ns, "c", board, gate, 2*time.Second)
+		startGatedWorker(t, b, ns, "c", board, gate)
 		waitFor(t, board, 10*time.Second, "c claims its 8 slots, and a claims no more", func() bool {
 			_, n := gate.last("c")
 			at, _ := gate.last("a")

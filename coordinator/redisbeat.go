@@ -84,12 +84,13 @@ func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, erro
 	end := r.renewals.settled(sent, int64(r.replicaLag())) + int64(r.cfg.LeaseTTL-r.margin())
 	if end > r.leaseEnd && b.Epoch == r.applied {
 		// Only a worker that applied the latest assignment keeps its leases:
-		// one that could not (Redis failing it part of the way) lets them
-		// run out, so a slot it should have handed over is never served
-		// twice, even when the new owner takes it after its patience. A
-		// lease that ran out stays out (another worker may hold its slot by
-		// now): the loop gives it up and claims the slot afresh if it is
-		// still assigned here (lapsed in redisslots.go).
+		// one that has not (Redis failing the read, the loop held in a call)
+		// lets them run out, so a slot it should have handed over is never
+		// served twice, even when the new owner takes it after its patience.
+		// (Applying revokes what moves away before any call to Redis can
+		// fail: reconcile.) A lease that ran out stays out (another worker
+		// may hold its slot by now): the loop gives it up and claims the
+		// slot afresh if it is still assigned here (lapsed in redisslots.go).
 		r.leaseEnd = end
 		now := monoNow()
 		for g := range r.leases {

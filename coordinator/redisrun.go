@@ -262,11 +262,18 @@ func (r *redisRun) reconcile(ctx context.Context) error {
 			first = err
 		}
 	}
-	if first == nil {
-		r.mu.Lock()
-		r.applied = r.epochSeen
-		r.mu.Unlock()
-	}
+	// The assignment is applied even if some call failed: apply revokes the
+	// slots that move away before it calls Redis, so every lease still held
+	// is one the assignment gives this worker, or one being handed over
+	// (revoked, and taken away at the drain timeout at the latest). What
+	// can fail is a claim of a slot not held yet, the write-back of a record
+	// whose lease ended, or a hand-back: none is a lease held. The leases
+	// held therefore go on being extended while the others are tried again:
+	// a claim failing on one Cluster master (down, or cut off from this
+	// worker) does not stop the slots of the other masters.
+	r.mu.Lock()
+	r.applied = r.epochSeen
+	r.mu.Unlock()
 	return first
 }
 
