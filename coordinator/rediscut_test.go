@@ -25,10 +25,7 @@ import (
 func TestRedisCoordinatorCutFromOneMasterServesTheOthers(t *testing.T) {
 	t.Parallel()
 	c := newOneMasterCut(t)
-
-	c.startOn("a", c.via.Redis)
-	waitFor(t, c.board, 10*time.Second, "a holds every slot", func() bool { return c.board.count("a") == 16 })
-	c.p.Cut()
+	c.begin(c.via.Redis)
 
 	// a hands slots over: its releases include records on the cut master.
 	bStarted := time.Now()
@@ -111,6 +108,14 @@ func (c *oneMasterCut) startOn(name string, r redis.UniversalClient) *testWorker
 	return w
 }
 
+// begin starts worker a on r, waits until it holds every slot, and cuts
+// the master off.
+func (c *oneMasterCut) begin(r redis.UniversalClient) {
+	c.startOn("a", r)
+	waitFor(c.t, c.board, 10*time.Second, "a holds every slot", func() bool { return c.board.count("a") == 16 })
+	c.p.Cut()
+}
+
 // holdsOff counts the slots w holds (a valid lease) off the cut master.
 func (c *oneMasterCut) holdsOff(w string) (n int) {
 	c.board.mu.Lock()
@@ -132,9 +137,7 @@ func (c *oneMasterCut) holdsOff(w string) (n int) {
 func TestRedisCoordinatorJoinWithAMasterCutOffServesTheOthers(t *testing.T) {
 	t.Parallel()
 	c := newOneMasterCut(t)
-	c.startOn("a", c.b.Redis)
-	waitFor(t, c.board, 10*time.Second, "a holds every slot", func() bool { return c.board.count("a") == 16 })
-	c.p.Cut()
+	c.begin(c.b.Redis)
 	c.startOn("b", c.via.Redis)
 	waitFor(t, c.board, 15*time.Second, "b holds its share off the cut master", func() bool {
 		return c.holdsOff("b") > 0 && c.holdsOff("a")+c.holdsOff("b") == c.others
