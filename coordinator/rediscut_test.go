@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"testing"
@@ -25,11 +24,11 @@ import (
 func TestRedisCoordinatorCutFromOneMasterServesTheOthers(t *testing.T) {
 	t.Parallel()
 	c := newOneMasterCut(t)
-	c.begin(c.via.Redis)
+	c.begin(c.via)
 
 	// a hands slots over: its releases include records on the cut master.
 	bStarted := time.Now()
-	bw := c.startOn("b", c.b.Redis)
+	bw := c.startOn("b", c.b)
 	took := waitFor(t, c.board, 15*time.Second, "b holds its share off the cut master", func() bool {
 		return c.holdsOff("b") > 0 && c.holdsOff("a")+c.holdsOff("b") == c.others
 	})
@@ -64,7 +63,6 @@ type oneMasterCut struct {
 	t      *testing.T
 	b      testenv.Backend
 	ns     string
-	keys   rdb.Keyspace
 	p      *testenv.Partition
 	via    testenv.Backend // the Cluster, its cut master through p
 	onCut  map[int]bool    // the slots on the cut master
@@ -90,28 +88,20 @@ func newOneMasterCut(t *testing.T) *oneMasterCut {
 	require.Less(t, len(onCut), 16, "every slot on one master")
 	p := testenv.StartPartition(t, cutAddr)
 	via := testenv.ClusterVia(t, map[string]string{cutAddr: p.Addr()})
-	return &oneMasterCut{t: t, b: b, ns: ns, keys: keys, p: p, via: via, onCut: onCut,
+	return &oneMasterCut{t: t, b: b, ns: ns, p: p, via: via, onCut: onCut,
 		others: 16 - len(onCut), board: newSlotBoard()}
 }
 
-// startOn starts worker name on r, stopped when the test ends.
-func (c *oneMasterCut) startOn(name string, r redis.UniversalClient) *testWorker {
-	co := &flakyCoordination{Coordination: rdb.NewCoordination(r, c.keys)}
-	m := Member{Namespace: c.ns, DrainTimeout: 5 * time.Second,
-		Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: 1}}}
-	run := newRedisRun(co, RedisConfig{LeaseTTL: 2 * time.Second, WorkerID: name}, testLog(), m,
-		&testThreads{worker: name, board: c.board, drain: 5 * time.Millisecond})
-	runCtx, cancel := context.WithCancel(context.Background())
-	w := &testWorker{name: name, co: co, stop: cancel, done: make(chan error, 1)}
-	go func() { w.done <- run.run(runCtx) }()
-	c.t.Cleanup(func() { stopWorker(c.t, w) })
-	return w
+// startOn starts worker name (one thread, a 2 s lease) on b, stopped when
+// the test ends.
+func (c *oneMasterCut) startOn(name string, b testenv.Backend) *testWorker {
+	return startWorker(c.t, b, c.ns, name, c.board, 1, 2*time.Second)
 }
 
-// begin starts worker a on r, waits until it holds every slot, and cuts
+// begin starts worker a on b, waits until it holds every slot, and cuts
 // the master off.
-func (c *oneMasterCut) begin(r redis.UniversalClient) {
-	c.startOn("a", r)
+func (c *oneMasterCut) begin(b testenv.Backend) {
+	c.startOn("a", b)
 	waitFor(c.t, c.board, 10*time.Second, "a holds every slot", func() bool { return c.board.count("a") == 16 })
 	c.p.Cut()
 }
@@ -137,8 +127,8 @@ func (c *oneMasterCut) holdsOff(w string) (n int) {
 func TestRedisCoordinatorJoinWithAMasterCutOffServesTheOthers(t *testing.T) {
 	t.Parallel()
 	c := newOneMasterCut(t)
-	c.begin(c.b.Redis)
-	c.startOn("b", c.via.Redis)
+	c.begin(c.b)
+	c.startOn("b", c.via)
 	waitFor(t, c.board, 15*time.Second, "b holds its share off the cut master", func() bool {
 		return c.holdsOff("b") > 0 && c.holdsOff("a")+c.holdsOff("b") == c.others
 	})
