@@ -168,9 +168,9 @@ func TestLookaheadSlotsMovingHandHeldMessagesOver(t *testing.T) {
 			ws, err := second.Workers(ctx)
 			return err == nil && len(ws) == 2 && ws[0].OwnedSlots["ahead"] == 4 && ws[1].OwnedSlots["ahead"] == 4
 		})
-		calls := r.waitCalls(t, len(due), 15*time.Second)
+		r.waitCalls(t, len(due), 15*time.Second)
 		time.Sleep(200 * time.Millisecond) // a duplicate would show by now
-		calls = r.snapshot()
+		calls := r.snapshot()
 		seen := map[string]int{}
 		for _, d := range calls {
 			seen[d.content]++

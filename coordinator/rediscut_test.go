@@ -157,16 +157,6 @@ func holdsFor(board *slotBoard, d time.Duration, cond func() bool) time.Duration
 	return off
 }
 
-// stopWorker ends w's Run and waits for it.
-func stopWorker(t *testing.T, w *testWorker) {
-	w.stop()
-	select {
-	case <-w.done:
-	case <-time.After(10 * time.Second):
-		t.Errorf("worker %s did not stop", w.name)
-	}
-}
-
 // testLog is the coordinators' logger in tests: RMQ_DEBUG_LOG=1 prints it.
 func testLog() *slog.Logger {
 	if os.Getenv("RMQ_DEBUG_LOG") != "" {

@@ -132,6 +132,7 @@ func TestWebRefusesUnsafeSetups(t *testing.T) {
 	assert.Contains(t, stderr, "-allow-write on the non-loopback address 0.0.0.0:0 needs -token")
 	code, _, stderr = rmqCmd(t, "", "web", "-listen", ":0", "-allow-write")
 	assert.Equal(t, exitUsage, code, "an empty host listens on every interface")
+	assert.Contains(t, stderr, "-allow-write on the non-loopback address :0 needs -token")
 	code, _, stderr = rmqCmd(t, "", "web", "-listen", "nocolon")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, `-listen "nocolon"`)

@@ -39,13 +39,13 @@ func TestBoundedPipelineLeavesACutMasterBehind(t *testing.T) {
 		err = rp.Exec(ctx)
 		return gets, on, rp, err, time.Since(start)
 	}
-	gets, on, rp, err, took := exec()
+	gets, on, rp, err, _ := exec()
 	require.NoError(t, err)
 	assert.True(t, rp.Answered(on[0]))
 	assert.Equal(t, keys[0], gets[0].Val())
 
 	p.Cut()
-	gets, on, rp, err, took = exec()
+	gets, on, rp, err, took := exec()
 	assert.ErrorIs(t, err, ErrUnanswered)
 	assert.GreaterOrEqual(t, took, MasterWait)
 	assert.Less(t, took, MasterWait+500*time.Millisecond, "waited for the cut master")

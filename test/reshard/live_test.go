@@ -179,5 +179,5 @@ func tail(out []byte) string {
 	if len(out) > 2000 {
 		out = out[len(out)-2000:]
 	}
-	return fmt.Sprintf("%s", out)
+	return string(out)
 }

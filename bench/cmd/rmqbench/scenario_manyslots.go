@@ -209,7 +209,7 @@ func waitOwned(ctx context.Context, s *rmqSystem, total int) error {
 		select {
 		case err := <-s.started:
 			s.started <- err // for close
-			return fmt.Errorf("Start returned before every slot was held: %v", err)
+			return fmt.Errorf("start returned before every slot was held: %v", err)
 		case <-ctx.Done():
 			return fmt.Errorf("%d of %d slots held: %w", ownedSlots(s), total, ctx.Err())
 		case <-time.After(10 * time.Millisecond):
