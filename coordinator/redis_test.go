@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -172,6 +174,14 @@ func startDecliningWorker(t *testing.T, b testenv.Backend, ns, name string, boar
 		}
 	})
 	return w
+}
+
+// testLog is the coordinators' logger in tests: RMQ_DEBUG_LOG=1 prints it.
+func testLog() *slog.Logger {
+	if os.Getenv("RMQ_DEBUG_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // waitFor polls cond (checking the board for overlaps meanwhile) and

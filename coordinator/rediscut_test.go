@@ -1,8 +1,6 @@
 package coordinator
 
 import (
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -155,12 +153,4 @@ func holdsFor(board *slotBoard, d time.Duration, cond func() bool) time.Duration
 		}
 	}
 	return off
-}
-
-// testLog is the coordinators' logger in tests: RMQ_DEBUG_LOG=1 prints it.
-func testLog() *slog.Logger {
-	if os.Getenv("RMQ_DEBUG_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	return slog.New(slog.DiscardHandler)
 }
