@@ -122,6 +122,7 @@ cleanup() {
 		kill -- "-$PREP_PID" 2>/dev/null || true # its process group (setsid)
 	fi
 	[[ -n ${PREP_DIR:-} ]] && rm -rf "$PREP_DIR"
+	[[ -n ${BIN_DIR:-} ]] && rm -rf "$BIN_DIR"
 	if [[ -n $SERVERS_DIR ]]; then
 		timed "servers stop" bash "$ROOT/scripts/servers.sh" stop "$SERVERS_DIR" || true
 		if [[ ${RMQ_KEEP_SERVERS_DIR:-0} == 1 ]]; then
@@ -160,18 +161,33 @@ check_gofmt() {
 # fetches the modules), then waited for before the tests. At nice 10, so that
 # the servers' start-up comes first when both want the CPU. It needs a C
 # compiler (-race); without one, the build waits until the install is done.
-# The run below reports any build failure itself, so the output is dropped.
+#
+# On a full run (./...) it writes the binaries themselves (go test -c, in
+# scripts/testbins.sh), which the serial run then executes one package at a time:
+# go test -p 1 would link each binary again, one at a time, before running it.
+# With other arguments it only fills the build cache (go test -run '^$').
+# Either way its output is dropped: a failed prebuild falls back to go test,
+# which reports any build failure itself.
 BUILD_PID=
+BIN_DIR=
 early_build() {
 	command -v "$(go env CC 2>/dev/null || echo gcc)" >/dev/null 2>&1 || return 0
-	say "go test -race -count=1 $* -run '^\$' (builds the test binaries, beside the install)"
-	# -run '^$' last, so that it wins over a -run among the arguments
-	setsid nice -n 10 go test -race -count=1 "$@" -run '^$' >/dev/null 2>&1 &
+	if ((FULL)); then
+		BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rmq-bin.XXXXXX") || die "mktemp failed"
+		say "go test -race -c ./... (builds the test binaries, beside the install)"
+		setsid nice -n 10 bash "$ROOT/scripts/testbins.sh" build "$BIN_DIR" >/dev/null 2>&1 &
+	else
+		say "go test -race -count=1 $* -run '^\$' (builds the test binaries, beside the install)"
+		# -run '^$' last, so that it wins over a -run among the arguments
+		setsid nice -n 10 go test -race -count=1 "$@" -run '^$' >/dev/null 2>&1 &
+	fi
 	BUILD_PID=$!
 }
 
 args=("$@")
 ((${#args[@]})) || args=(./...)
+FULL=0
+if ((${#args[@]} == 1)) && [[ ${args[0]} == ./... ]]; then FULL=1; fi
 if ((!SHORT)); then early_build "${args[@]}"; fi
 
 timed install install_missing
@@ -189,8 +205,6 @@ fi
 say "gofmt -l ."
 timed gofmt check_gofmt
 
-FULL=0
-if ((${#args[@]} == 1)) && [[ ${args[0]} == ./... ]]; then FULL=1; fi
 PREP_PID=
 PREP_DIR=
 
@@ -246,7 +260,7 @@ else
 	test_cmd=(go test -race -count=1 -p 1 -timeout 12m "${args[@]}")
 	# -p 1 also builds one package at a time: build every test binary first, as
 	# many at once as there are cores (running none of their tests), so that the
-	# serial run finds them in the build cache.
+	# serial run finds them built (a full run) or in the build cache.
 	# Its output is dropped: the run below reports any build failure itself.
 	if [[ -n $BUILD_PID ]]; then
 		timed "test build (waited for)" wait "$BUILD_PID" || true
@@ -255,8 +269,13 @@ else
 		say "go test -race -count=1 ${args[*]} -run '^\$' (builds the test binaries in parallel)"
 		timed "test build" go test -race -count=1 "${args[@]}" -run '^$' >/dev/null 2>&1 || true
 	fi
+	if [[ -n $BIN_DIR && $(cat "$BIN_DIR/rc" 2>/dev/null) == 0 ]]; then
+		say "${test_cmd[*]}, as the binaries built above (scripts/testbins.sh run)"
+		test_cmd=(bash "$ROOT/scripts/testbins.sh" run "$BIN_DIR" -test.timeout=12m)
+	else
+		say "${test_cmd[*]}"
+	fi
 	if ((FULL)); then start_prep; fi
-	say "${test_cmd[*]}"
 fi
 rc=0
 timed "go test" "${test_cmd[@]}" || rc=$?
