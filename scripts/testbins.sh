@@ -41,15 +41,12 @@ build() {
 		return 1
 	}
 
-	local -a pids=()
+	# One group after another: the first builds every dependency, and the next ones find
+	# them in the build cache (two at once would compile the shared ones twice).
+	local rc=0
 	for n in "${!groups[@]}"; do
 		# shellcheck disable=SC2086 # the group is a list of import paths
-		go test -race -c -o "$dir/$n/" ${groups[n]} &
-		pids+=($!)
-	done
-	local rc=0 pid
-	for pid in "${pids[@]}"; do
-		wait "$pid" || rc=1
+		go test -race -c -o "$dir/$n/" ${groups[n]} || rc=1
 	done
 	echo "$rc" >"$dir/rc"
 	return "$rc"
