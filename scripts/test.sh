@@ -265,6 +265,10 @@ else
 	if [[ -n $BUILD_PID ]]; then
 		timed "test build (waited for)" wait "$BUILD_PID" || true
 		BUILD_PID=
+	elif ((FULL)); then
+		BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rmq-bin.XXXXXX") || die "mktemp failed"
+		say "go test -race -c ./... (builds the test binaries)"
+		timed "test build" bash "$ROOT/scripts/testbins.sh" build "$BIN_DIR" >/dev/null 2>&1 || true
 	else
 		say "go test -race -count=1 ${args[*]} -run '^\$' (builds the test binaries in parallel)"
 		timed "test build" go test -race -count=1 "${args[@]}" -run '^$' >/dev/null 2>&1 || true
