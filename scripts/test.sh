@@ -170,10 +170,13 @@ check_gofmt() {
 # which reports any build failure itself.
 BUILD_PID=
 BIN_DIR=
+make_bin_dir() {
+	BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rmq-bin.XXXXXX") || die "mktemp failed"
+}
 early_build() {
 	command -v "$(go env CC 2>/dev/null || echo gcc)" >/dev/null 2>&1 || return 0
 	if ((FULL)); then
-		BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rmq-bin.XXXXXX") || die "mktemp failed"
+		make_bin_dir
 		say "go test -race -c ./... (builds the test binaries, beside the install)"
 		setsid nice -n 10 bash "$ROOT/scripts/testbins.sh" build "$BIN_DIR" >/dev/null 2>&1 &
 	else
@@ -257,7 +260,8 @@ else
 	# that time or count what they wait for fail on two cores (a lease that
 	# lapsed, a rate limit and a failover's throughput missed, a moved channel
 	# followed late): five of six clean-clone runs failed, each in another test.
-	test_cmd=(go test -race -count=1 -p 1 -timeout 12m "${args[@]}")
+	test_timeout=12m # per package
+	test_cmd=(go test -race -count=1 -p 1 -timeout "$test_timeout" "${args[@]}")
 	# -p 1 also builds one package at a time: build every test binary first, as
 	# many at once as there are cores (running none of their tests), so that the
 	# serial run finds them built (a full run) or in the build cache.
@@ -266,7 +270,7 @@ else
 		timed "test build (waited for)" wait "$BUILD_PID" || true
 		BUILD_PID=
 	elif ((FULL)); then
-		BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rmq-bin.XXXXXX") || die "mktemp failed"
+		make_bin_dir
 		say "go test -race -c ./... (builds the test binaries)"
 		timed "test build" bash "$ROOT/scripts/testbins.sh" build "$BIN_DIR" >/dev/null 2>&1 || true
 	else
@@ -275,7 +279,7 @@ else
 	fi
 	if [[ -n $BIN_DIR && $(cat "$BIN_DIR/rc" 2>/dev/null) == 0 ]]; then
 		say "${test_cmd[*]}, as the binaries built above (scripts/testbins.sh run)"
-		test_cmd=(bash "$ROOT/scripts/testbins.sh" run "$BIN_DIR" -test.timeout=12m)
+		test_cmd=(bash "$ROOT/scripts/testbins.sh" run "$BIN_DIR" "$test_timeout")
 	else
 		say "${test_cmd[*]}"
 	fi

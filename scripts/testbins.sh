@@ -5,11 +5,13 @@
 #                                      tests, into DIR; writes DIR/list (one line per package:
 #                                      import path, directory, binary) and DIR/rc (0 if every
 #                                      binary was built)
-#   scripts/testbins.sh run DIR ARGS   runs each binary of DIR/list in its package directory,
-#                                      in the list's order, with ARGS (e.g. -test.timeout=12m),
-#                                      as go test -p 1 ./... would: the output of a package is
-#                                      printed only when it fails, then "ok" or "FAIL" with its
-#                                      time; exits 1 if any package failed
+#   scripts/testbins.sh run DIR TIMEOUT [ARGS]
+#                                      runs each binary of DIR/list in its package directory,
+#                                      in the list's order, with -test.timeout=TIMEOUT (Ns or
+#                                      Nm) and ARGS, as go test -p 1 -timeout TIMEOUT ./... would:
+#                                      the output of a package is printed only when it fails,
+#                                      then "ok" or "FAIL" with its time; exits 1 if any
+#                                      package failed
 #
 # scripts/test.sh uses it for a full run: go test -p 1 links each test binary again, one at a
 # time, right before running it, where this builds them all beforehand, beside the install.
@@ -53,15 +55,20 @@ build() {
 }
 
 run() {
-	local dir=$1 pkg pdir bin out t0 ms status rc=0
-	shift
+	local dir=$1 timeout=$2 kill_after pkg pdir bin out t0 ms status rc=0
+	shift 2
+	# go test's last-ditch kill: a minute after the binary's own timeout would have fired
+	case $timeout in
+	*m) kill_after=$((${timeout%m} * 60 + 60)) ;;
+	*s) kill_after=$((${timeout%s} + 60)) ;;
+	esac
+	out=$dir/run.out # each package's output, kept for a failure
 	while read -r pkg pdir bin; do
-		out=$(mktemp "$dir/out.XXXXXX")
 		t0=$(now_ms)
 		# As go test runs a test binary: in its package's directory, with -test.paniconexit0,
-		# and a last-ditch kill a minute after the binary's own timeout would have fired.
-		(cd "$pdir" && exec timeout --foreground --kill-after=30s 13m \
-			"$bin" -test.paniconexit0 "$@") </dev/null >"$out" 2>&1
+		# and the last-ditch kill.
+		(cd "$pdir" && exec timeout --foreground --kill-after=30s "${kill_after}s" \
+			"$bin" -test.paniconexit0 -test.timeout="$timeout" "$@") </dev/null >"$out" 2>&1
 		status=$?
 		ms=$(($(now_ms) - t0))
 		if ((status == 0)); then
@@ -72,7 +79,6 @@ run() {
 			printf 'FAIL\t%s\t%d.%03ds\n' "$pkg" $((ms / 1000)) $((ms % 1000))
 			rc=1
 		fi
-		rm -f "$out"
 	done <"$dir/list"
 	return "$rc"
 }
@@ -86,16 +92,14 @@ build)
 	build "$2"
 	;;
 run)
-	[[ -n ${2:-} && -s ${2:-}/list ]] || {
-		echo "usage: $0 run DIR [ARGS] (DIR/list from a build)" >&2
+	[[ -n ${2:-} && -s ${2:-}/list && ${3:-} =~ ^[0-9]+[ms]$ ]] || {
+		echo "usage: $0 run DIR TIMEOUT [ARGS] (DIR/list from a build; TIMEOUT as 12m or 90s)" >&2
 		exit 2
 	}
-	dir=$2
-	shift 2
-	run "$dir" "$@"
+	run "${@:2}"
 	;;
 *)
-	echo "usage: $0 build DIR | run DIR [ARGS]" >&2
+	echo "usage: $0 build DIR | run DIR TIMEOUT [ARGS]" >&2
 	exit 2
 	;;
 esac
