@@ -11,7 +11,9 @@
 #                                      Nm) and ARGS, as go test -p 1 -timeout TIMEOUT ./... would:
 #                                      the output of a package is printed only when it fails,
 #                                      then "ok" or "FAIL" with its time; exits 1 if any
-#                                      package failed
+#                                      package failed. A package whose TestMain checks for
+#                                      goroutines left behind runs without the race
+#                                      runtime's exit sleep (leak_checked, below)
 #
 # scripts/test.sh uses it for a full run: go test -p 1 links each test binary again, one at a
 # time, right before running it, where this builds them all beforehand, beside the install.
@@ -54,6 +56,18 @@ build() {
 	return "$rc"
 }
 
+# leak_checked DIR: whether the package in DIR ends its run with testenv.VerifyTestMain, which
+# fails it if a test left a goroutine running. The race runtime sleeps a second at each
+# process's exit so that goroutines still running can report a race. In such a package, and
+# in the worker processes its tests start from the same binary (which run the same TestMain),
+# none is left at exit but go-redis's redial sleeper, which the check lets be; so
+# GORACE=atexit_sleep_ms=0 drops the sleep there: about 1 s per binary and per worker
+# process waited for (8 s for the core's eight such packages, 2-3 s more in test/crash and
+# test/flow).
+leak_checked() {
+	grep -qs 'testenv\.VerifyTestMain(' "$1"/*_test.go
+}
+
 run() {
 	local dir=$1 timeout=$2 kill_after pkg pdir bin out t0 ms status rc=0
 	shift 2
@@ -65,9 +79,13 @@ run() {
 	out=$dir/run.out # each package's output, kept for a failure
 	while read -r pkg pdir bin; do
 		t0=$(now_ms)
+		gorace=${GORACE:-}
+		if leak_checked "$pdir"; then
+			gorace="${gorace:+$gorace }atexit_sleep_ms=0"
+		fi
 		# As go test runs a test binary: in its package's directory, with -test.paniconexit0,
 		# and the last-ditch kill.
-		(cd "$pdir" && exec timeout --foreground --kill-after=30s "${kill_after}s" \
+		(cd "$pdir" && GORACE=$gorace exec timeout --foreground --kill-after=30s "${kill_after}s" \
 			"$bin" -test.paniconexit0 -test.timeout="$timeout" "$@") </dev/null >"$out" 2>&1
 		status=$?
 		ms=$(($(now_ms) - t0))
