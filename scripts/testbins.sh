@@ -69,7 +69,7 @@ leak_checked() {
 }
 
 run() {
-	local dir=$1 timeout=$2 kill_after pkg pdir bin out t0 ms status rc=0
+	local dir=$1 timeout=$2 kill_after pkg pdir bin gorace out t0 ms status rc=0
 	shift 2
 	# go test's last-ditch kill: a minute after the binary's own timeout would have fired
 	case $timeout in
