@@ -81,7 +81,7 @@ func TestRedisGivenUpRecordCountsForItsSlotAlone(t *testing.T) {
 			m := Member{Namespace: ns, DrainTimeout: 5 * time.Second,
 				Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: 1}}}
 			r := newRedisRun(rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns)), RedisConfig{LeaseTTL: 10 * time.Second, WorkerID: name},
-				slog.New(slog.DiscardHandler), m, &testThreads{worker: name, board: newSlotBoard(), drain: time.Hour})
+				slog.New(slog.DiscardHandler), m, holdingThreads{})
 			require.NoError(t, r.join(ctx))
 			id, _, _, _ := r.state()
 			tp := r.topics[testTopic]
@@ -111,3 +111,12 @@ func TestRedisGivenUpRecordCountsForItsSlotAlone(t *testing.T) {
 		assert.Equal(t, same, rec)
 	})
 }
+
+// holdingThreads stands in for threads that hold every lease they are given
+// and release none: the slots stay put for the test, which drives the run's
+// claims itself and never ends it, and no goroutine is left waiting.
+type holdingThreads struct{}
+
+func (holdingThreads) Assigned(*Lease) {}
+
+func (holdingThreads) Revoked(*Lease) {}

@@ -24,6 +24,7 @@ func TestWorkersAndAssignment(t *testing.T) {
 	z, err := zookeeper.New(zookeeper.Config{
 		Servers: servers, SessionTimeout: 4 * time.Second, Root: "/rmq-cli", WorkerID: "cli-worker"})
 	require.NoError(t, err)
+	t.Cleanup(func() { z.Close() }) // after the client's Close, registered below
 	c, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithCoordinator(z))
 	require.NoError(t, err)
 	ctx := context.Background()
