@@ -62,8 +62,8 @@ build() {
 # in the worker processes its tests start from the same binary (which run the same TestMain),
 # none is left at exit but go-redis's redial sleeper, which the check lets be; so
 # GORACE=atexit_sleep_ms=0 drops the sleep there: about 1 s per binary and per worker
-# process waited for (8 s for the core's eight such packages, 2-3 s more in test/crash and
-# test/flow).
+# process waited for (every package of the core checks: 18 s, and 2-3 s more in test/crash
+# and test/flow).
 leak_checked() {
 	grep -qs 'testenv\.VerifyTestMain(' "$1"/*_test.go
 }
