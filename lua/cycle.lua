@@ -94,8 +94,41 @@ local ahead = tonumber(ARGV[7])
 local n, oneScore = tonumber(ARGV[8]), nil
 if not n then n, oneScore = tonumber(string.sub(ARGV[8], 2)), ARGV[9] end
 
--- An empty slot (the common case for an idle poll) costs one command.
-if n == 0 and redis.call('EXISTS', store, prepare, retry) == 0 then return {0, -1} end
+-- fence returns the owner record when the caller does not hold the slot, nil
+-- when it does. An exact fence ("=<record>") holds only while the record is
+-- exactly that; a token fence holds unless the record's token is higher, and
+-- a higher token becomes the record.
+local function fence()
+  if fenceArg == '0' then return nil end
+  local cur = redis.call('GET', owner)
+  if string.sub(fenceArg, 1, 1) == '=' then
+    if cur == string.sub(fenceArg, 2) then return nil end
+    return cur or ''
+  end
+  local mine, theirs = tonumber(fenceArg), cur and tonumber(cur)
+  if cur and not theirs then
+    -- The Redis coordinator's record: released ("<token>:") is free, held
+    -- ("<token>:<worker>") is another worker's.
+    if not string.match(cur, '^%d+:$') then return cur end
+    redis.call('SET', owner, fenceArg)
+    return nil
+  end
+  if theirs and theirs > mine then return cur end
+  if (not theirs) or theirs < mine then redis.call('SET', owner, fenceArg) end
+  return nil
+end
+
+-- An empty slot (the common case for an idle poll) costs one command, and a
+-- token fence one more: a new owner's first look at a slot often finds it
+-- empty, and its token must be the record from then on, so that a former
+-- owner's pop arriving later is refused.
+if n == 0 and redis.call('EXISTS', store, prepare, retry) == 0 then
+  if fenceArg ~= '0' and string.sub(fenceArg, 1, 1) ~= '=' then
+    local holder = fence()
+    if holder then return {0, FENCED, holder} end
+  end
+  return {0, -1}
+end
 
 local t = redis.call('TIME')
 local nowSec = tonumber(t[1])

@@ -79,3 +79,42 @@ func TestCycleRecordFence(t *testing.T) {
 		assert.True(t, f.cycle(CycleRequest{Priority: true, Fence: TokenFence(2)}).Refused)
 	})
 }
+
+// A new owner's first look often finds its slot empty. Its token becomes the
+// record even then, so that a former owner's pop arriving later (a stalled
+// process, a call held up in the network) is refused; the empty look of a
+// former owner is refused too.
+func TestCycleTokenFenceOnAnEmptySlot(t *testing.T) {
+	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+		f := newFixture(t, b)
+		f.zadd(f.keys.Store, 60, "a")
+		res := f.cycle(CycleRequest{Priority: true, Max: 1, Fence: TokenFence(7)})
+		require.Len(t, res.Deliveries, 1)
+		f.cycle(CycleRequest{Priority: true, Fence: TokenFence(7), Outcomes: settle(res, Commit)})
+		// The slot is empty; the new owner looks at it.
+		res = f.cycle(CycleRequest{Priority: true, Max: 1, Fence: TokenFence(9)})
+		require.False(t, res.Refused)
+		require.Empty(t, res.Deliveries)
+		assert.Zero(t, res.NowUs, "an empty slot's look takes the short path")
+		owner, err := b.Redis.Get(f.ctx, f.keys.Owner).Result()
+		require.NoError(t, err)
+		assert.Equal(t, "9", owner)
+		// The former owner's empty look and its pop are refused.
+		empty := f.cycle(CycleRequest{Priority: true, Max: 1, Fence: TokenFence(7)})
+		assert.True(t, empty.Refused)
+		assert.Equal(t, "9", empty.Owner)
+		f.zadd(f.keys.Store, 70, "b")
+		zombie := f.cycle(CycleRequest{Priority: true, Max: 1, Fence: TokenFence(7)})
+		assert.True(t, zombie.Refused)
+		assert.Empty(t, zombie.Deliveries)
+		assert.Equal(t, []string{"b"}, members(f.cycle(CycleRequest{Priority: true, Max: 1, Fence: TokenFence(9)}).Deliveries))
+		// An exact fence (the Redis coordinator's) and an unfenced look of an
+		// empty slot write nothing.
+		g := newFixture(t, b)
+		assert.False(t, g.cycle(CycleRequest{Priority: true, Max: 1}).Refused)
+		assert.False(t, g.cycle(CycleRequest{Priority: true, Max: 1, Fence: RecordFence("5:w1")}).Refused)
+		n, err := b.Redis.Exists(g.ctx, g.keys.Owner).Result()
+		require.NoError(t, err)
+		assert.Zero(t, n)
+	})
+}
