@@ -105,10 +105,16 @@ func (c *claimGate) thaw(t *testing.T) map[string]map[string]bool {
 // startRun runs worker name on ns through co (16 slots, 2 threads, a lease
 // of ttl), and stops it when t ends.
 func startRun(t *testing.T, co rdb.Coordination, ns, name string, board *slotBoard, ttl time.Duration) {
+	startRunAs(t, co, ns, name, name, board, ttl)
+}
+
+// startRunAs is startRun of a Run with WorkerID workerID whose leases are on
+// board under label; it returns the Run.
+func startRunAs(t *testing.T, co rdb.Coordination, ns, workerID, label string, board *slotBoard, ttl time.Duration) *redisRun {
 	m := Member{Namespace: ns, DrainTimeout: 5 * time.Second,
 		Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: 2}}}
-	run := newRedisRun(co, RedisConfig{LeaseTTL: ttl, WorkerID: name}, slog.New(slog.DiscardHandler), m,
-		&testThreads{worker: name, board: board, drain: 5 * time.Millisecond})
+	run := newRedisRun(co, RedisConfig{LeaseTTL: ttl, WorkerID: workerID}, slog.New(slog.DiscardHandler), m,
+		&testThreads{worker: label, board: board, drain: 5 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run.run(ctx) }()
@@ -117,9 +123,10 @@ func startRun(t *testing.T, co rdb.Coordination, ns, name string, board *slotBoa
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			t.Errorf("worker %s did not stop", name)
+			t.Errorf("worker %s did not stop", label)
 		}
 	})
+	return run
 }
 
 // startGatedWorker runs worker name on ns with its claims going through gate.

@@ -30,9 +30,12 @@ type RedisConfig struct {
 	// frozen worker's slots move about LeaseTTL after its last heartbeat.
 	// Default 10s; range 500ms..5m.
 	LeaseTTL time.Duration
-	// WorkerID names this process among the workers; each Run (and each
-	// rejoin after the membership expired) registers under it with a fresh
-	// suffix. Default "<host>-<pid>-<random>".
+	// WorkerID names this process among the workers. Each Run registers as
+	// "<WorkerID>.<random>.<n>": 6 random hex digits drawn for the Run, so
+	// that Runs sharing a WorkerID (a restarted process whose predecessor
+	// still runs, two clients sharing one Redis coordinator) are distinct
+	// members, and n counting its joins (a rejoin after the membership
+	// expired is a new member). Default "<host>-<pid>-<random>".
 	WorkerID string
 	// Logger receives the coordinator's logs. Default: silent.
 	Logger *slog.Logger

@@ -104,7 +104,7 @@ func BenchmarkApplyIdle(b *testing.B) {
 	ts := make([]*redisTopic, topics)
 	for i := range ts {
 		t := &redisTopic{TopicThreads: TopicThreads{Topic: strconv.Itoa(i), SlotAmount: slots, Threads: 1},
-			desired: make([]Owner, slots), held: make([]*redisHeld, slots), waiting: make(map[int]time.Time),
+			desired: make([]Owner, slots), held: make([]*redisHeld, slots), waiting: make(map[int]waited),
 			unsure: make(map[int]time.Time)}
 		for s := range slots {
 			t.desired[s] = Owner{Worker: "idle"}

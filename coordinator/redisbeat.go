@@ -53,7 +53,8 @@ func (r *redisRun) heartbeat(ctx context.Context) {
 
 // beatOnce renews id's membership. On success, if the loop has applied the
 // assignment epoch the renewal reports, it extends every lease to the
-// send time of a confirmed renewal plus the TTL minus the margin: Redis set
+// send time of a confirmed renewal plus the TTL minus the margin, a revoked
+// one no further than its drain deadline (endBy): Redis set
 // the expiry to its own time when it ran the renewal, after its send, plus
 // the TTL, so the lease ends here before Redis could let another worker take
 // a slot. The renewal counted is the latest one sent at least replicaLag
@@ -91,11 +92,12 @@ func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, erro
 		// fail: reconcile.) A lease that ran out stays out (another worker
 		// may hold its slot by now): the loop gives it up and claims the
 		// slot afresh if it is still assigned here (lapsed in redisslots.go).
+		// A revoked lease is never extended past its drain deadline (endBy).
 		r.leaseEnd = end
 		now := monoNow()
-		for g := range r.leases {
+		for g, by := range r.leases {
 			if g.l.deadline.Load() > now {
-				g.l.deadline.Store(end)
+				g.l.deadline.Store(min(end, by))
 			}
 		}
 	}
@@ -113,6 +115,25 @@ func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, erro
 		next = min(next, b.LeaderLeft+expiryGrace)
 	}
 	return max(next, expiryGrace), nil
+}
+
+// endBy makes g's lease, revoked, end at by at the latest: the heartbeat
+// extends it no further, so it ends at its drain deadline even while the
+// loop, which takes it away then, is held in a call. The next owner's
+// patience counts on that.
+func (r *redisRun) endBy(g *Grant, by time.Time) {
+	end := int64(by.Sub(clockBase))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev, ok := r.leases[g]
+	if !ok {
+		return // released
+	}
+	end = min(end, prev) // revoked before (a slot moving when Run ends): the earlier deadline stands
+	r.leases[g] = end
+	if g.l.deadline.Load() > end {
+		g.l.deadline.Store(end)
+	}
 }
 
 // expiryGrace is how long after an expiry is due by the Redis clock the

@@ -39,9 +39,11 @@ func (r *redisRun) leave(ctx context.Context) {
 		}
 	}
 	var all []heldSlot
+	drainBy := time.Now().Add(r.m.DrainTimeout)
 	for _, t := range r.topics {
 		for c := range t.eachHeld {
 			if !c.grant.IsReleased() {
+				r.endBy(c.grant, drainBy)
 				c.grant.Revoke()
 				r.h.Revoked(c.grant.Lease())
 			}

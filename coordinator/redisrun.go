@@ -37,17 +37,21 @@ type redisRun struct {
 	describeDirty atomic.Bool // write this worker's description again (its declines changed)
 
 	mu       sync.Mutex
-	id       string              // the current incarnation; "" before joining
-	leaseEnd int64               // monotonic ns until which this incarnation's leases hold
-	renewals renewals            // the latest confirmed renewals of this incarnation
-	expired  bool                // the membership expired: lose everything, join again
-	leaving  bool                // Run is ending: lead no more, take no slot
-	last     rdb.Beat            // the last heartbeat's news
-	applied  int64               // the assignment epoch the last complete reconcile applied
-	leases   map[*Grant]struct{} // handed out and not yet released
+	id       string   // the current incarnation; "" before joining
+	leaseEnd int64    // monotonic ns until which this incarnation's leases hold
+	renewals renewals // the latest confirmed renewals of this incarnation
+	expired  bool     // the membership expired: lose everything, join again
+	leaving  bool     // Run is ending: lead no more, take no slot
+	last     rdb.Beat // the last heartbeat's news
+	applied  int64    // the assignment epoch the last complete reconcile applied
+	// leases holds the leases handed out and not yet released, each with
+	// the monotonic ns past which it is never extended: its drain deadline
+	// once revoked (endBy), noDeadline before.
+	leases map[*Grant]int64
 
 	// Loop state.
 	started     time.Time
+	suffix      string // random, drawn once per Run: Runs sharing a WorkerID join under different ids
 	incarnation int
 	epochSeen   int64
 	versionSeen int64
@@ -65,8 +69,18 @@ type redisTopic struct {
 	keys    []string          // each slot's owner record key
 	desired []Owner           // from the assignment
 	held    []*redisHeld      // by slot: those whose owner record is ours, else nil
-	waiting map[int]time.Time // slot → since when a live worker holds it
+	waiting map[int]waited    // slot → the live holder's record it waits for, and since when
 	unsure  map[int]time.Time // slot → when a claim of it last went unanswered (redisunsure.go)
+}
+
+// waited is a live holder's owner record that a slot's assigned owner waits
+// to see released, and since when it has seen that record. The patience
+// counts from then: a record that changes (another holder, or the same
+// holder's new claim) starts the wait again, since its lease may have begun
+// only now.
+type waited struct {
+	record string
+	since  time.Time
 }
 
 // redisHeld is a slot this incarnation claimed.
@@ -85,12 +99,13 @@ func newRedisRun(co rdb.Coordination, cfg RedisConfig, log *slog.Logger, m Membe
 		co: co, cfg: cfg, m: m, h: h,
 		log:  log.With("worker", cfg.WorkerID, "namespace", m.Namespace),
 		kick: make(chan struct{}, 1), beat: make(chan struct{}, 1), done: make(chan struct{}),
-		leases: make(map[*Grant]struct{}), topics: make(map[string]*redisTopic), started: time.Now(),
+		leases: make(map[*Grant]int64), topics: make(map[string]*redisTopic), started: time.Now(),
+		suffix: randomSuffix(),
 	}
 	keys := rdb.NewKeyspace(m.Namespace)
 	for _, t := range m.Topics {
 		r.topics[t.Topic] = &redisTopic{TopicThreads: t, keys: keys.OwnerKeys(t.Topic, t.SlotAmount),
-			held: make([]*redisHeld, t.SlotAmount), waiting: make(map[int]time.Time), unsure: make(map[int]time.Time)}
+			held: make([]*redisHeld, t.SlotAmount), waiting: make(map[int]waited), unsure: make(map[int]time.Time)}
 	}
 	if r.m.DrainTimeout <= 0 {
 		r.m.DrainTimeout = 30 * time.Second
@@ -277,10 +292,16 @@ func (r *redisRun) reconcile(ctx context.Context) error {
 	return first
 }
 
-// join registers a new incarnation of this worker.
+// join registers a new incarnation of this worker, as
+// "<WorkerID>.<suffix>.<incarnation>": the suffix keeps apart the Runs that
+// share a WorkerID (a restarted process whose predecessor still runs or is
+// cut off, two clients sharing one Redis coordinator), which would otherwise
+// be one member and take each other's records for their own (claim). A join
+// tried again after a failure reuses the id, so that a join whose reply was
+// lost leaves no second member behind.
 func (r *redisRun) join(ctx context.Context) error {
 	r.incarnation++
-	id := fmt.Sprintf("%s.%d", r.cfg.WorkerID, r.incarnation)
+	id := fmt.Sprintf("%s.%s.%d", r.cfg.WorkerID, r.suffix, r.incarnation)
 	sent := monoNow()
 	expiry, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(false), false)
 	if err != nil {

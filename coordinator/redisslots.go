@@ -53,6 +53,12 @@ func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bo
 			}
 		case released:
 			done = append(done, c)
+		case c.moving && now.After(c.drainBy):
+			// Its lease ended at drainBy (endBy) if the loop comes late.
+			r.log.Warn("rmq: redis coordinator: slot not released within the drain timeout; taking it away",
+				"topic", t.Topic, "slot", c.slot, "drain", r.m.DrainTimeout)
+			c.grant.Lose()
+			done = append(done, c)
 		case lapsed(c.grant.Lease()):
 			// Its deadline passed without a renewal (Redis unreachable, or an
 			// assignment not applied): it is never extended again. Give it up
@@ -64,13 +70,9 @@ func (r *redisRun) apply(ctx context.Context, t *redisTopic, id string, valid bo
 		case !want && !c.moving:
 			r.busy = true
 			c.moving, c.drainBy = true, now.Add(r.m.DrainTimeout)
+			r.endBy(c.grant, c.drainBy)
 			c.grant.Revoke()
 			r.h.Revoked(c.grant.Lease())
-		case c.moving && now.After(c.drainBy):
-			r.log.Warn("rmq: redis coordinator: slot not released within the drain timeout; taking it away",
-				"topic", t.Topic, "slot", c.slot, "drain", r.m.DrainTimeout)
-			c.grant.Lose()
-			done = append(done, c)
 		case c.moving:
 			r.busy = true
 		}
@@ -179,10 +181,11 @@ func (r *redisRun) release(ctx context.Context, t *redisTopic, done []*redisHeld
 // whose record is free, ours already, held by a worker whose membership
 // expired (which is final), or given up by its live holder, whose lease ended
 // where it could not write the record back (gaveUp). A slot held by a live
-// worker is left until that
-// worker releases it, or, should the release be lost, until the patience
-// runs out: by then the holder has either released the slot or taken it away
-// from its consumer (the drain timeout), and a heartbeat has passed.
+// worker is left until that worker releases it, or, should the release be
+// lost, until the patience runs out, counted from when this worker first
+// read that record (waited): by then the holder has either released the
+// slot or its lease has ended (the drain timeout, endBy), and a heartbeat
+// has passed.
 func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	var slots []int
 	for slot := range t.desired {
@@ -244,16 +247,17 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 		}
 		rec := records[i]
 		if h := holderOf(rec); h != "" && alive[h] && !gaveUp[givenUp{slot, rec}] {
-			since, ok := t.waiting[slot]
-			if !ok {
-				t.waiting[slot] = now
+			w, ok := t.waiting[slot]
+			if !ok || w.record != rec {
+				w = waited{record: rec, since: now} // a new holder, or a new claim: its lease may have just begun
+				t.waiting[slot] = w
 			}
-			if !ok || now.Sub(since) < patience {
+			if now.Sub(w.since) < patience {
 				r.busy = true
 				continue
 			}
 			r.log.Warn("rmq: redis coordinator: a live worker did not release a slot assigned elsewhere; taking it",
-				"topic", t.Topic, "slot", slot, "holder", h, "waited", now.Sub(since))
+				"topic", t.Topic, "slot", slot, "holder", h, "waited", now.Sub(w.since))
 		}
 		claimKeys = append(claimKeys, t.keys[slot])
 		claimSlots = append(claimSlots, slot)
@@ -335,7 +339,7 @@ func (r *redisRun) hold(t *redisTopic, slot int, record string) {
 	c.grant = g
 	r.mu.Lock()
 	l.deadline.Store(r.leaseEnd)
-	r.leases[g] = struct{}{}
+	r.leases[g] = noDeadline
 	r.mu.Unlock()
 	t.held[slot] = c
 	g.AfterRelease(func() { r.dropReleased(g) })
