@@ -42,6 +42,9 @@ type SlotStats struct {
 
 // Stats returns the message counts of topic, read in one pipeline.
 func (c *Client) Stats(ctx context.Context, topic string) (Stats, error) {
+	if ctx == nil {
+		return Stats{}, ErrNilContext
+	}
 	t, counts, err := c.counts(ctx, topic)
 	if err != nil {
 		return Stats{}, err
@@ -86,6 +89,9 @@ type DeadMessage struct {
 // DeadMessages returns up to limit dead messages of topic (limit ≤ 0: all),
 // slot by slot, oldest death first within a slot.
 func (c *Client) DeadMessages(ctx context.Context, topic string, limit int) ([]DeadMessage, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	t, counts, err := c.counts(ctx, topic)
 	if err != nil {
 		return nil, err

@@ -44,6 +44,9 @@ type backlogEntry struct {
 // pipeline (never O(messages)), and cached: a call within a second of the
 // last read returns that read.
 func (c *Client) Backlog(ctx context.Context, topic string) (Backlog, error) {
+	if ctx == nil {
+		return Backlog{}, ErrNilContext
+	}
 	t, err := c.lookupTopic(ctx, topic)
 	if err != nil {
 		return Backlog{}, err

@@ -69,10 +69,12 @@ func BenchmarkNewMessage(b *testing.B) {
 // BenchmarkSendConcurrent measures Send from 16 goroutines, one message per
 // call, against the real Redis of RMQ_REDIS_ADDR (miniredis otherwise):
 // through the client's own full-duplex connection, and through go-redis
-// pipelines (WithSendStream(false)).
+// pipelines (WithSendStream(false)). The "cancelable" ones send with a ctx
+// that can end, as with a deadline, which makes Send copy each content.
 func BenchmarkSendConcurrent(b *testing.B) {
 	b.Run("stream", func(b *testing.B) { benchmarkSend(b, 16, true) })
 	b.Run("pipelines", func(b *testing.B) { benchmarkSend(b, 16, false) })
+	b.Run("stream-cancelable", func(b *testing.B) { benchmarkSendCtx(b, benchCancelable(b), 16, true) })
 }
 
 // BenchmarkSendSequential is one goroutine sending one message at a time:
@@ -96,9 +98,21 @@ func BenchmarkSendCluster(b *testing.B) {
 }
 
 func benchmarkSend(b *testing.B, senders int, stream bool) {
+	benchmarkSendCtx(b, context.Background(), senders, stream)
+}
+
+func benchmarkSendCtx(b *testing.B, ctx context.Context, senders int, stream bool) {
 	r := benchRedis(b, 64)
 	defer r.Close()
-	benchmarkSendOn(b, r, senders, stream)
+	benchmarkSendOnCtx(b, ctx, r, senders, stream)
+}
+
+// benchCancelable returns a context that can end (its Done is not nil) and
+// does not end before b.
+func benchCancelable(b *testing.B) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	return ctx
 }
 
 // benchRedis returns a client on the real Redis of RMQ_REDIS_ADDR with a
@@ -132,9 +146,12 @@ func benchTopic(b *testing.B, r redis.UniversalClient, opts ...Option) (*Client,
 }
 
 func benchmarkSendOn(b *testing.B, r redis.UniversalClient, senders int, stream bool) {
+	benchmarkSendOnCtx(b, context.Background(), r, senders, stream)
+}
+
+func benchmarkSendOnCtx(b *testing.B, ctx context.Context, r redis.UniversalClient, senders int, stream bool) {
 	c, done := benchTopic(b, r, WithSendStream(stream))
 	defer done()
-	ctx := context.Background()
 	var seq atomic.Int64
 	cpu0 := serversCPU(ctx, r)
 	b.ReportAllocs()

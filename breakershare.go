@@ -39,6 +39,9 @@ type ProcessBreaker struct {
 // process shares its state within 2 s of a change; an entry not renewed for
 // 10 s is left out.
 func (c *Client) OpenBreakers(ctx context.Context, topic string) ([]ProcessBreaker, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	t, err := c.lookupTopic(ctx, topic)
 	if err != nil {
 		return nil, err

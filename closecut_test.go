@@ -3,6 +3,8 @@ package rmq_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,4 +61,109 @@ func TestGracefulCloseTriesACutCoordinatorMasterOnce(t *testing.T) {
 	t.Logf("Close took %v", took)
 	assert.Less(t, took, 6*time.Second, "Close waited for calls to the cut master one after the other")
 	require.NoError(t, <-started)
+}
+
+// A Send whose command went out but whose reply Close (its ctx ended) did
+// not wait for fails with an error that wraps ErrClosed and says that the
+// message may have been stored; here it is, once the network heals.
+func TestCloseCutSendSaysItMayBeStored(t *testing.T) {
+	b := testenv.Single(t)
+	ctx := context.Background()
+	p := testenv.StartPartition(t, b.Redis.(*redis.Client).Options().Addr)
+	through := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { through.Close() })
+	ns := testenv.Namespace(t, b)
+	c, err := rmq.New(through, rmq.WithNamespace(ns))
+	require.NoError(t, err)
+	define(t, c, "t", 1, rmq.Priority)
+	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("before"), Priority: 20}))
+
+	p.Cut()
+	sent := make(chan error, 1)
+	go func() {
+		sent <- c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("cut"), Priority: 20})
+	}()
+	eventually(t, time.Second, "the Send is written", func() bool { return c.Metrics().SendWrites >= 2 })
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_ = c.Close(short)
+	err = <-sent
+	t.Logf("Send cut by Close: %v", err)
+	require.ErrorIs(t, err, rmq.ErrClosed)
+	assert.Contains(t, err.Error(), "may have been stored")
+	assert.ErrorIs(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("after"), Priority: 20}), rmq.ErrClosed)
+
+	p.Heal()
+	eventually(t, 5*time.Second, "the cut Send's command runs once the network heals", func() bool {
+		_, err := b.Redis.ZScore(ctx, ns+":{t:0}:store", "cut").Result()
+		return err == nil
+	})
+}
+
+// Sends from many goroutines while Close runs: each Send that returned nil
+// is stored; one that failed and is stored anyway failed with ErrClosed
+// saying that it may have been stored, which only a Close whose ctx ended
+// says. Each Send has a content of its own.
+func TestCloseDuringSendsTellsWhatMayBeStored(t *testing.T) {
+	t.Run("single/ended", func(t *testing.T) { closeDuringSends(t, testenv.Single(t), true) })
+	t.Run("single/graceful", func(t *testing.T) { closeDuringSends(t, testenv.Single(t), false) })
+	t.Run("cluster/graceful", func(t *testing.T) { closeDuringSends(t, testenv.Cluster(t), false) })
+}
+
+func closeDuringSends(t *testing.T, b testenv.Backend, ended bool) {
+	ctx := context.Background()
+	const senders = 32
+	for round := range 20 {
+		c := newClient(t, b)
+		define(t, c, "t", 1, rmq.Priority)
+		content := func(g, i int) string { return fmt.Sprintf("r%d-g%d-%d", round, g, i) }
+		errs := make([][]error, senders)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range senders {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					err := c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte(content(g, i)), Priority: 20})
+					if errs[g] = append(errs[g], err); err != nil {
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(30 * time.Millisecond)
+		closeCtx, cancel := context.WithCancel(ctx)
+		if ended {
+			cancel()
+		}
+		_ = c.Close(closeCtx)
+		cancel()
+		close(stop)
+		wg.Wait()
+		members, err := b.Redis.ZRange(ctx, c.Namespace()+":{t:0}:store", 0, -1).Result()
+		require.NoError(t, err)
+		stored := make(map[string]bool, len(members))
+		for _, m := range members {
+			stored[m] = true
+		}
+		for g := range senders {
+			for i, err := range errs[g] {
+				mayBe := err != nil && strings.Contains(err.Error(), "may have been stored")
+				switch {
+				case err == nil:
+					require.True(t, stored[content(g, i)], "round %d: Send of %s returned nil, but it is not stored", round, content(g, i))
+				case stored[content(g, i)]:
+					require.ErrorIs(t, err, rmq.ErrClosed, "round %d: %s", round, content(g, i))
+					require.True(t, mayBe, "round %d: Send of %s returned %v, but Redis stored it", round, content(g, i), err)
+				}
+				if mayBe {
+					require.True(t, ended, "round %d: a graceful Close cut a Send off: %v", round, err)
+				}
+			}
+		}
+	}
 }

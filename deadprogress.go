@@ -28,6 +28,9 @@ const requeueChunk = 1000
 // after every step: at most requeueChunk messages of one slot. progress runs
 // on the caller's goroutine.
 func (c *Client) RequeueDeadProgress(ctx context.Context, topic string, progress func(DeadProgress), contents ...[]byte) (int64, error) {
+	if ctx == nil {
+		return 0, ErrNilContext
+	}
 	t, counts, err := c.counts(ctx, topic)
 	if err != nil {
 		return 0, err
@@ -73,6 +76,9 @@ func (c *Client) wakeRequeued(ctx context.Context, woken []rdb.Wake) {
 // PurgeDeadProgress is PurgeDead that calls progress (when not nil) after
 // every slot it purged. progress runs on the caller's goroutine.
 func (c *Client) PurgeDeadProgress(ctx context.Context, topic string, progress func(DeadProgress)) (int64, error) {
+	if ctx == nil {
+		return 0, ErrNilContext
+	}
 	t, counts, err := c.counts(ctx, topic)
 	if err != nil {
 		return 0, err

@@ -33,6 +33,9 @@ func Force() DeleteOption { return func(c *deleteConfig) { c.force = true } }
 // topic before deleting it, or a message may land in a slot already deleted
 // and stay behind the deleted topic.
 func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOption) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	var cfg deleteConfig
 	for _, o := range opts {
 		if o != nil {

@@ -38,7 +38,8 @@ var (
 	ErrEmptyContent = errors.New("rmq: empty message content")
 	// ErrContentTooLarge: content longer than the configured maximum.
 	ErrContentTooLarge = errors.New("rmq: message content too large")
-	// ErrInvalidMessage: a nil message or an OutgoingMessage of an unknown kind.
+	// ErrInvalidMessage: a nil message (or a nil pointer to one) or an
+	// OutgoingMessage of an unknown kind.
 	ErrInvalidMessage = errors.New("rmq: invalid message")
 	// ErrInvalidSlot: a slot index outside [0, SlotAmount) of its topic.
 	ErrInvalidSlot = errors.New("rmq: slot out of range")
@@ -69,8 +70,15 @@ var (
 	// master dies before a replica has it; sending it again is safe (the
 	// same content merges).
 	ErrNotReplicated = rdb.ErrNotReplicated
-	// ErrClosed: the client was closed.
+	// ErrClosed: the client was closed. A Send that Close cut off after its
+	// command was written (Close's ctx ended before the reply came) also
+	// fails with an error that wraps ErrClosed, and says that the message
+	// may have been stored: Redis may have run the command. Sending it
+	// again is safe (the same content merges).
 	ErrClosed = errors.New("rmq: client closed")
+	// ErrNilContext: a method of Client or Producer was given a nil
+	// context. It fails before any I/O and changes nothing.
+	ErrNilContext = errors.New("rmq: nil context")
 	// ErrNotOwner: returned by a listener (or seen in logs) when this worker may
 	// no longer own the message's slot; see Owned.
 	ErrNotOwner = errors.New("rmq: slot no longer owned by this worker")

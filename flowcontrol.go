@@ -21,11 +21,17 @@ const controlRefresh = time.Second
 // unchanged, sends go on. Messages keep their due times: after ResumeTopic
 // what is overdue is delivered at once, in order. It survives restarts.
 func (c *Client) PauseTopic(ctx context.Context, topic string) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	return c.setControl(ctx, topic, "paused", "1")
 }
 
 // ResumeTopic undoes PauseTopic.
 func (c *Client) ResumeTopic(ctx context.Context, topic string) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	return c.setControl(ctx, topic, "paused", "")
 }
 
@@ -33,6 +39,9 @@ func (c *Client) ResumeTopic(ctx context.Context, topic string) error {
 // namespace (RateLimit{}: unlimited); it applies within a second. Bad limits
 // fail with ErrInvalidRateLimit and change nothing.
 func (c *Client) SetRateLimit(ctx context.Context, topic string, l RateLimit) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("topic %q: %w", topic, err)
 	}
@@ -64,6 +73,9 @@ type FlowControl struct {
 // namespace that has either (one read, O(topics)); a topic left out is
 // consuming without a limit.
 func (c *Client) FlowControls(ctx context.Context) (map[string]FlowControl, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	controls, err := c.loadControls(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rmq: flow control: %w", err)

@@ -32,6 +32,9 @@ type PendingMessage struct {
 // O(log n + limit) commands; messages already handed to a consumer are not
 // listed. A slot outside the topic fails with ErrInvalidSlot.
 func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]PendingMessage, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	t, err := c.slotOf(ctx, topic, slot)
 	if err != nil || limit <= 0 {
 		return nil, err
@@ -59,6 +62,9 @@ func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]
 // DeadMessages) and reports whether it was there. A slot outside the topic
 // fails with ErrInvalidSlot.
 func (c *Client) DeleteDead(ctx context.Context, topic string, slot int, content []byte) (bool, error) {
+	if ctx == nil {
+		return false, ErrNilContext
+	}
 	t, err := c.slotOf(ctx, topic, slot)
 	if err != nil {
 		return false, err

@@ -32,6 +32,9 @@ const (
 // its slots; (3) the coordinator leaves the group; (4) the wake-up listener
 // stops. Shutdown and Close bound the wait for (2) with their context.
 func (c *Client) Start(ctx context.Context) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	c.mu.Lock()
 	switch c.state {
 	case stateStopped, stateClosed:
@@ -160,6 +163,9 @@ func (c *Client) Start(ctx context.Context) error {
 // timeouts, a graceful Close then waits for about two such calls. Give ctx a
 // deadline all the same: that bounds the listeners too.
 func (c *Client) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	c.mu.Lock()
 	state, stop, done := c.state, c.stop, c.done
 	if state == stateNew {
@@ -192,9 +198,15 @@ func (c *Client) Shutdown(ctx context.Context) error {
 // touches Redis any more (see Shutdown for how long that can take; the
 // producer adds at most one write under way, bounded the same way, and the
 // SendBatch pipelines under way, even those whose callers' ctx ended; it fails
-// Sends still queued, and SendBatch calls from then on, with ErrClosed).
+// Sends still queued, and SendBatch calls from then on, with ErrClosed). A
+// Send whose command was written but whose reply had not come then fails
+// with an error that wraps ErrClosed and says that the message may have
+// been stored: Redis may have run it.
 // Close is idempotent.
 func (c *Client) Close(ctx context.Context) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	c.stats.quiet()
 	err := c.Shutdown(ctx)
 	c.mu.Lock()

@@ -120,11 +120,15 @@ func (m FixedTimeMessage) prepare(now time.Time) (outgoing, error) {
 }
 
 // ceilMs returns t in Unix milliseconds, rounded up, so a message is never
-// delivered before its time.
+// delivered before its time. It does not overflow (UnixNano does after the
+// year 2262, UnixMilli after 292 million): a time past maxDueMs gives
+// maxDueMs+1, which the callers refuse.
 func ceilMs(t time.Time) int64 {
-	ns := t.UnixNano()
-	ms := ns / 1e6
-	if ns%1e6 > 0 {
+	if t.Unix() > maxDueMs/1000 {
+		return maxDueMs + 1
+	}
+	ms := t.UnixMilli()
+	if t.Nanosecond()%1e6 > 0 {
 		ms++
 	}
 	return ms

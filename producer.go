@@ -1,6 +1,7 @@
 package rmq
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,11 +23,22 @@ type Producer struct {
 // If ctx ends first, Send returns ctx.Err() and the message may or may not
 // have been stored: a Send still queued behind other writes then is left
 // unwritten (Metrics.SendsAbandoned counts those), one already written may
-// have been stored.
+// have been stored. If Close cuts the wait for the reply short, the error
+// wraps ErrClosed and says that the message may have been stored.
+//
+// The content is not read after Send returns: the caller may reuse it. (A
+// write under way may outlive a Send whose ctx ended, so with a ctx that can
+// end, Send hands the writer a copy.) A nil ctx fails with ErrNilContext.
 func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	e, t, err := p.build(ctx, m, time.Now())
 	if err != nil {
 		return err
+	}
+	if ctx.Done() != nil {
+		e.Member = bytes.Clone(e.Member)
 	}
 	err = p.c.broker.Send(ctx, e)
 	switch {
@@ -34,6 +46,8 @@ func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
 		t.metrics.sent.Add(1)
 		p.c.stats.start()
 		return nil
+	case errors.Is(err, rdb.ErrClosedInFlight):
+		return fmt.Errorf("%w before Redis answered: the message to topic %q slot %d may have been stored", ErrClosed, t.Name, e.Wake.Slot)
 	case errors.Is(err, rdb.ErrClosed):
 		return ErrClosed
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
@@ -51,7 +65,14 @@ func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
 // not have been stored: a pipeline already written runs on until its replies
 // come or the Redis client's timeouts end it (go-redis's reads heed a ctx's
 // deadline only with ContextTimeoutEnabled), and Close waits for it.
+//
+// The contents are not read after SendBatch returns: the caller may reuse
+// them. (With a ctx that can end, the pipeline works on one copy of them
+// all, since it may outlive the call.) A nil ctx fails with ErrNilContext.
 func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -67,6 +88,9 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 			return fmt.Errorf("message %d: %w", i, err)
 		}
 		entries[i], topics[i] = e, t
+	}
+	if ctx.Done() != nil {
+		ownContents(entries)
 	}
 	if !p.c.batches.enter() {
 		return ErrClosed
@@ -93,6 +117,22 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 	return nil
 }
 
+// ownContents points the entries' members into one copy of them all, so
+// that a pipeline that outlives its SendBatch reads none of the caller's
+// slices.
+func ownContents(entries []rdb.Entry) {
+	n := 0
+	for i := range entries {
+		n += len(entries[i].Member)
+	}
+	arena := make([]byte, 0, n)
+	for i := range entries {
+		start := len(arena)
+		arena = append(arena, entries[i].Member...)
+		entries[i].Member = arena[start:len(arena):len(arena)]
+	}
+}
+
 // counted counts the messages of a batch to topics that Redis stored (errs:
 // per message, nil if all were).
 func (p *Producer) counted(topics []*topicInfo, errs []error) {
@@ -113,7 +153,7 @@ func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time) 
 	if err := p.c.checkOpen(); err != nil {
 		return rdb.Entry{}, nil, err
 	}
-	if m == nil {
+	if nilMessage(m) {
 		return rdb.Entry{}, nil, fmt.Errorf("%w: nil message", ErrInvalidMessage)
 	}
 	o, err := m.prepare(now)
@@ -138,6 +178,22 @@ func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time) 
 	return rdb.DueEntry(key, o.content, o.dueMs, t.Type == RangeMerge, wake), t, nil
 }
 
+// nilMessage reports whether m is nil, or a nil pointer to one of the
+// message types (whose methods would dereference it).
+func nilMessage(m OutgoingMessage) bool {
+	switch m := m.(type) {
+	case nil:
+		return true
+	case *RangeMergeMessage:
+		return m == nil
+	case *PriorityMessage:
+		return m == nil
+	case *FixedTimeMessage:
+		return m == nil
+	}
+	return false
+}
+
 // checkContent validates a message content.
 func (c *Client) checkContent(topic string, content []byte) error {
 	if len(content) == 0 {
@@ -152,8 +208,11 @@ func (c *Client) checkContent(topic string, content []byte) error {
 // Cancel removes a pending message (waiting to be due, or waiting for a
 // retry) and reports whether there was one. slotBasis must be the one the
 // message was sent with ("" when it was sent without). A message already
-// handed to a listener is not affected.
+// handed to a listener is not affected. A nil ctx fails with ErrNilContext.
 func (p *Producer) Cancel(ctx context.Context, topic string, content []byte, slotBasis string) (bool, error) {
+	if ctx == nil {
+		return false, ErrNilContext
+	}
 	if err := p.c.checkOpen(); err != nil {
 		return false, err
 	}

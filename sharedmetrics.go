@@ -34,6 +34,9 @@ type MinuteMetrics struct {
 // per minute for the last minutes (oldest first, the current minute last).
 // OwnedSlots and Breaker (a process's own state) are not set.
 func (c *Client) NamespaceMetrics(ctx context.Context, topic string, minutes int) (TopicMetrics, []MinuteMetrics, error) {
+	if ctx == nil {
+		return TopicMetrics{}, nil, ErrNilContext
+	}
 	t, err := c.lookupTopic(ctx, topic)
 	if err != nil {
 		return TopicMetrics{}, nil, err

@@ -173,6 +173,9 @@ func (c *topicCache) put(keys rdb.Keyspace, t Topic) *topicInfo {
 // Type is a no-op; a different definition fails with ErrTopicConflict and
 // changes nothing.
 func (c *Client) DefineTopic(ctx context.Context, t Topic) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
 	if err := t.Validate(); err != nil {
 		return err
 	}
@@ -224,6 +227,9 @@ func (c *Client) lookupTopic(ctx context.Context, name string) (*topicInfo, erro
 
 // Topics returns every topic defined in the client's namespace, by name.
 func (c *Client) Topics(ctx context.Context) ([]Topic, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	defs, err := c.broker.LoadTopics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rmq: load topics: %w", err)

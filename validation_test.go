@@ -98,6 +98,9 @@ func TestSendRejectsBadInputAndStoresNothing(t *testing.T) {
 		want error
 	}{
 		{"nil", nil, rmq.ErrInvalidMessage},
+		{"nil RangeMergeMessage", (*rmq.RangeMergeMessage)(nil), rmq.ErrInvalidMessage},
+		{"nil PriorityMessage", (*rmq.PriorityMessage)(nil), rmq.ErrInvalidMessage},
+		{"nil FixedTimeMessage", (*rmq.FixedTimeMessage)(nil), rmq.ErrInvalidMessage},
 		{"empty content", rmq.PriorityMessage{Topic: "prio", Priority: 20}, rmq.ErrEmptyContent},
 		{"content too large", rmq.PriorityMessage{Topic: "prio", Content: make([]byte, 17), Priority: 20}, rmq.ErrContentTooLarge},
 		{"priority 16", rmq.PriorityMessage{Topic: "prio", Content: []byte("x"), Priority: 16}, rmq.ErrInvalidPriority},
@@ -105,6 +108,8 @@ func TestSendRejectsBadInputAndStoresNothing(t *testing.T) {
 		{"priority huge", rmq.PriorityMessage{Topic: "prio", Content: []byte("x"), Priority: rmq.MaxPriority + 1}, rmq.ErrInvalidPriority},
 		{"fixed time past", rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("x"), FixedTime: time.Now().Add(-time.Second)}, rmq.ErrInvalidTime},
 		{"fixed time zero", rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("x")}, rmq.ErrInvalidTime},
+		{"fixed time too far", rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("x"), FixedTime: time.Date(40000, 1, 1, 0, 0, 0, 0, time.UTC)}, rmq.ErrInvalidTime},
+		{"fixed time past int64 ms", rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("x"), FixedTime: time.Date(300_000_000, 1, 1, 0, 0, 0, 0, time.UTC)}, rmq.ErrInvalidTime},
 		{"range zero", rmq.RangeMergeMessage{Topic: "merge", Content: []byte("x")}, rmq.ErrInvalidTime},
 		{"range negative", rmq.RangeMergeMessage{Topic: "merge", Content: []byte("x"), TimeRange: -time.Second}, rmq.ErrInvalidTime},
 		{"unknown topic", rmq.PriorityMessage{Topic: "nope", Content: []byte("x"), Priority: 20}, rmq.ErrUnknownTopic},
@@ -126,4 +131,74 @@ func TestSendRejectsBadInputAndStoresNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A FixedTime after the year 2262 (where time.Time.UnixNano overflows) is
+// stored for its own time, to the millisecond, rounded up.
+func TestFixedTimeAfter2262KeepsItsTime(t *testing.T) {
+	b := testenv.Mini(t)
+	ctx := context.Background()
+	c := newClient(t, b)
+	define(t, c, "fixed", 1, rmq.FixedTime)
+	when := time.Date(2300, 1, 1, 0, 0, 0, 1, time.UTC)
+	require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "fixed", Content: []byte("x"), FixedTime: when}))
+	zs, err := b.Redis.ZRangeWithScores(ctx, c.Namespace()+":{fixed:0}:store", 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, zs, 1)
+	assert.Equal(t, float64(when.UnixMilli()+1), zs[0].Score)
+}
+
+// Every method of Client and Producer that takes a context refuses a nil
+// one with ErrNilContext, before any I/O: nothing is stored, nothing
+// panics, and the client goes on working.
+func TestNilContextIsRefused(t *testing.T) {
+	b := testenv.Mini(t)
+	ctx := context.Background()
+	c := newClient(t, b)
+	define(t, c, "prio", 1, rmq.Priority)
+	msg := rmq.PriorityMessage{Topic: "prio", Content: []byte("x"), Priority: 20}
+	var nilCtx context.Context
+	calls := map[string]func() error{
+		"Send":      func() error { return c.Producer().Send(nilCtx, msg) },
+		"SendBatch": func() error { return c.Producer().SendBatch(nilCtx, msg, msg) },
+		"Cancel":    func() error { _, err := c.Producer().Cancel(nilCtx, "prio", []byte("x"), ""); return err },
+		"DefineTopic": func() error {
+			return c.DefineTopic(nilCtx, rmq.Topic{Name: "other", SlotAmount: 1, Type: rmq.Priority})
+		},
+		"Topics":       func() error { _, err := c.Topics(nilCtx); return err },
+		"DeleteTopic":  func() error { return c.DeleteTopic(nilCtx, "prio", rmq.Force()) },
+		"PauseTopic":   func() error { return c.PauseTopic(nilCtx, "prio") },
+		"ResumeTopic":  func() error { return c.ResumeTopic(nilCtx, "prio") },
+		"SetRateLimit": func() error { return c.SetRateLimit(nilCtx, "prio", rmq.RateLimit{PerSecond: 1, Burst: 1}) },
+		"FlowControls": func() error { _, err := c.FlowControls(nilCtx); return err },
+		"Stats":        func() error { _, err := c.Stats(nilCtx, "prio"); return err },
+		"Backlog":      func() error { _, err := c.Backlog(nilCtx, "prio"); return err },
+		"DeadMessages": func() error { _, err := c.DeadMessages(nilCtx, "prio", 10); return err },
+		"RequeueDead":  func() error { _, err := c.RequeueDead(nilCtx, "prio"); return err },
+		"PurgeDead":    func() error { _, err := c.PurgeDead(nilCtx, "prio"); return err },
+		"NextDue":      func() error { _, err := c.NextDue(nilCtx, "prio", 0, 10); return err },
+		"DeleteDead":   func() error { _, err := c.DeleteDead(nilCtx, "prio", 0, []byte("x")); return err },
+		"OpenBreakers": func() error { _, err := c.OpenBreakers(nilCtx, "prio"); return err },
+		"Workers":      func() error { _, err := c.Workers(nilCtx); return err },
+		"Owners":       func() error { _, err := c.Owners(nilCtx, "prio"); return err },
+		"NamespaceMetrics": func() error {
+			_, _, err := c.NamespaceMetrics(nilCtx, "prio", 1)
+			return err
+		},
+		"Start":    func() error { return c.Start(nilCtx) },
+		"Shutdown": func() error { return c.Shutdown(nilCtx) },
+		"Close":    func() error { return c.Close(nilCtx) },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { err = call() })
+			assert.ErrorIs(t, err, rmq.ErrNilContext)
+			assert.Equal(t, 0, keyCount(t, b, c.Namespace()), "a refused call stored something")
+		})
+	}
+	require.NoError(t, c.Producer().Send(ctx, msg), "the client still works")
+	topics, err := c.Topics(ctx)
+	require.NoError(t, err)
+	assert.Len(t, topics, 1, "the topic is still defined, no other one")
 }

@@ -38,6 +38,9 @@ type Worker struct {
 // the Redis coordinator's members with what they own, and the processes of
 // other coordinators as their presence entries show them.
 func (c *Client) Workers(ctx context.Context) ([]Worker, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	members, err := coordinator.RedisMembers(ctx, c.redis, c.cfg.namespace)
 	if err != nil {
 		return nil, err
@@ -113,6 +116,9 @@ type SlotOwner struct {
 // current holder under the Redis coordinator: one read per slot, in one
 // pipeline.
 func (c *Client) Owners(ctx context.Context, topic string) ([]SlotOwner, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	t, err := c.lookupTopic(ctx, topic)
 	if err != nil {
 		return nil, err

@@ -24,7 +24,11 @@ type Broker interface {
 	// failed connection is retried as the go-redis client would (see the
 	// README's Sending section). If ctx ends first, Send returns ctx.Err() as
 	// it is, and the entry may or may not be stored; after Close it returns
-	// ErrClosed.
+	// ErrClosed, or ErrClosedInFlight (which wraps it) when its command was
+	// written and Close stopped waiting for the reply. The member is not
+	// read after Send returns with a nil error or ErrClosed; after any other
+	// error a write under way may still read it (Producer.Send copies it
+	// when its ctx can end).
 	Send(ctx context.Context, e Entry) error
 	// Enqueue stores entries through go-redis pipelines of up to 512 entries
 	// (grouped per key, copies of one member merged as separate commands would
@@ -36,7 +40,8 @@ type Broker interface {
 	// entries are stored, and consumers find them at their next idle sweep.
 	Enqueue(ctx context.Context, entries []Entry, pubs []Publication) ([]error, error)
 	// Close stops sending: later Sends fail with ErrClosed; Sends already
-	// queued are written and their replies awaited, all within ctx, then the
+	// queued are written and their replies awaited, all within ctx (those
+	// whose replies ctx cut short fail with ErrClosedInFlight), then the
 	// sender's own connection is closed. The go-redis client stays open.
 	Close(ctx context.Context)
 	// Node names the Redis node that serves a slot, for backing off from a

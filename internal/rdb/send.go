@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,11 @@ type SendCounts struct {
 
 // ErrClosed is the outcome of Sends after Close.
 var ErrClosed = errors.New("rdb: sender closed")
+
+// ErrClosedInFlight is the outcome of Sends whose commands were written but
+// whose replies Close stopped waiting for (its ctx ended): Redis may have
+// run them. It wraps ErrClosed.
+var ErrClosedInFlight = fmt.Errorf("%w: written before the close, reply not awaited; Redis may have stored it", ErrClosed)
 
 // strategy puts batches of queued Sends on the wire. The sender decides who
 // writes and when; a strategy decides how: which connection carries which
@@ -150,7 +156,8 @@ func (r *request) finish(err error) {
 // send stores e: it queues e and waits for the outcome, again after a
 // failure as often as the strategy says (the command may have run before the
 // failure; running it twice stores the same entry). If ctx ends first it
-// returns ctx.Err().
+// returns ctx.Err(). A resend that Close refuses returns ErrClosedInFlight:
+// the failed write may have run.
 func (s *sender) send(ctx context.Context, e Entry) error {
 	r := requestPool.Get().(*request)
 	r.entry, r.counts, r.ctx = e, s.counts, ctx
@@ -163,6 +170,7 @@ func (s *sender) send(ctx context.Context, e Entry) error {
 			return ctx.Err() // r stays with its writer or reader and is not recycled
 		}
 		err := r.err
+		resent := retries+deadWrites > 0 // an earlier write failed, and may have run
 		var pause time.Duration
 		again := false
 		if err != nil {
@@ -180,6 +188,9 @@ func (s *sender) send(ctx context.Context, e Entry) error {
 		if !again {
 			*r = request{done: r.done}
 			requestPool.Put(r)
+			if resent && err == ErrClosed {
+				err = ErrClosedInFlight // Close refused the resend
+			}
 			return err
 		}
 		s.counts.Retries.Add(1)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq/internal/backoff"
 )
 
 // fakeStrategy records its writes and completes every request before write
@@ -359,6 +361,27 @@ func TestSenderClose(t *testing.T) {
 
 	s.close(context.Background()) // idempotent
 	assert.Equal(t, int64(2), f.closes.Load())
+}
+
+// A Send whose resend Close refuses (Close came during its retry's pause)
+// says that it may have been stored: the write that failed may have run. One
+// refused before any write gets the bare ErrClosed.
+func TestSenderClosedDuringARetrysPause(t *testing.T) {
+	f := &fakeStrategy{isDuplex: true, policy: retryPolicy{max: 3, backoff: backoff.Exponential{Base: 300 * time.Millisecond, Max: 300 * time.Millisecond}},
+		outcome: func(string, int) error { return io.EOF }}
+	s := newSender(f, new(SendCounts))
+	done := make(chan error, 1)
+	go func() { done <- s.send(context.Background(), entry("m")) }()
+	require.Eventually(t, func() bool { w, _ := f.snapshot(); return len(w) == 1 }, 5*time.Second, time.Millisecond)
+	s.close(context.Background())
+	err := <-done
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, ErrClosedInFlight)
+	w, _ := f.snapshot()
+	assert.Len(t, w, 1, "no resend after Close")
+	err = s.send(context.Background(), entry("late"))
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.NotErrorIs(t, err, ErrClosedInFlight)
 }
 
 // A Send elected writer yields once on one server, more on a Cluster.

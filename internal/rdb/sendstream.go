@@ -250,8 +250,8 @@ func (s *sendStream) current() (*streamConn, error) {
 
 // close implements strategy: it refuses further writes, waits until every
 // command written has its reply or ctx ends, then fails whatever is still in
-// flight with ErrClosed, closes the connection and waits for the reader
-// goroutine.
+// flight with ErrClosedInFlight (Redis may have run it), closes the
+// connection and waits for the reader goroutine.
 func (s *sendStream) close(ctx context.Context) {
 	s.mu.Lock()
 	s.closed = true
@@ -261,7 +261,7 @@ func (s *sendStream) close(ctx context.Context) {
 		for cn.outstanding.Load() > 0 && ctx.Err() == nil {
 			wait.Sleep(ctx, time.Millisecond)
 		}
-		cn.fail(ErrClosed)
+		cn.fail(ErrClosedInFlight)
 	}
 	s.reader.Wait()
 }
