@@ -85,12 +85,16 @@ type SlotOwnership struct {
 
 // Assignment returns, for every slot of topic, its assigned and its current
 // owner. They differ while a slot is being handed over.
-func (z *Coordinator) Assignment(ctx context.Context, namespace, topic string) (generation int64, slots []SlotOwnership, err error) {
+func (z *Coordinator) Assignment(ctx context.Context, namespace, topic string) (int64, []SlotOwnership, error) {
 	conn, err := z.adminConn(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
 	p := newNodePaths(z.cfg.Root, namespace)
+	// The call fills these; if ctx ends first it goes on in the background,
+	// so they are read only once it has returned.
+	var generation int64
+	var slots []SlotOwnership
 	err = withContext(ctx, func() error {
 		var a assignmentNode
 		data, _, err := conn.Get(p.assignment(topic))

@@ -49,11 +49,14 @@ func (o redisObserver) coordinator() coordinator.Coordinator {
 	return coordinator.NewRedis(o.client, coordinator.RedisConfig{})
 }
 
-// process returns the churn worker id of a Redis coordinator worker id
-// ("w3.2": incarnation 2 of worker process w3).
+// process returns the churn worker id of a Redis coordinator member id
+// ("w3.1a2b3c.2": the second join of a Run of worker process w3, whose
+// random part is 1a2b3c).
 func process(id string) string {
-	if i := strings.LastIndexByte(id, '.'); i > 0 {
-		return id[:i]
+	for range 2 {
+		if i := strings.LastIndexByte(id, '.'); i > 0 {
+			id = id[:i]
+		}
 	}
 	return id
 }
