@@ -75,8 +75,10 @@ type breaker struct {
 	mu        sync.Mutex
 	state     string
 	openUntil time.Time
-	probing   bool // a half-open probe is in flight
-	successes int  // probes that succeeded in a row
+	probing   bool      // a half-open probe is in flight
+	probeEnds time.Time // when a probe in flight counts as ended even without an outcome
+	probeFor  time.Duration
+	successes int // probes that succeeded in a row
 	buckets   [breakerBuckets]breakerBucket
 	failing   map[uint64]time.Time // distinct failed messages of the window, at most need
 	need      int                  // distinct failed messages that may open it
@@ -96,8 +98,8 @@ type breakerBucket struct {
 	calls, failures int
 }
 
-func newBreaker(cfg Breaker, topic string, log *slog.Logger) *breaker {
-	b := &breaker{cfg: cfg, topic: topic, log: log, state: BreakerClosed,
+func newBreaker(cfg Breaker, topic string, log *slog.Logger, probeFor time.Duration) *breaker {
+	b := &breaker{cfg: cfg, topic: topic, log: log, state: BreakerClosed, probeFor: probeFor,
 		failing: make(map[uint64]time.Time), need: max(1, (cfg.MinCalls+1)/2)}
 	b.shown.Store(BreakerClosed)
 	return b
@@ -118,10 +120,10 @@ func (b *breaker) allow(now time.Time) (ok, probe bool, until time.Time) {
 		b.successes = 0
 		fallthrough
 	case BreakerHalfOpen:
-		if b.probing {
+		if b.probing && now.Before(b.probeEnds) {
 			return false, false, now.Add(breakerProbeWait)
 		}
-		b.probing = true
+		b.probing, b.probeEnds = true, now.Add(b.probeFor)
 		return true, true, time.Time{}
 	}
 	return true, false, time.Time{}
@@ -130,7 +132,11 @@ func (b *breaker) allow(now time.Time) (ok, probe bool, until time.Time) {
 // breakerProbeWait is how often a half-open breaker's other slots look again.
 const breakerProbeWait = 50 * time.Millisecond
 
-// probeDone ends a probe that delivered nothing.
+// probeDone ends a probe without an outcome: it delivered nothing, or its
+// message went back unstarted or was given back (ErrNotOwner). In case a
+// path misses that, a probe also counts as ended probeFor after it began
+// (the consume timeout and a second), so that a half-open breaker never
+// holds its topic back for good.
 func (b *breaker) probeDone() {
 	b.mu.Lock()
 	b.probing = false

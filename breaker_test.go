@@ -14,7 +14,7 @@ import (
 // half-open → open (a failed probe), half-open → closed (3 good probes).
 func TestBreakerCountsEveryMove(t *testing.T) {
 	cfg := Breaker{FailureRatio: 0.5, MinCalls: 4, OpenFor: time.Second}
-	b := newBreaker(cfg, "t", slog.New(slog.DiscardHandler))
+	b := newBreaker(cfg, "t", slog.New(slog.DiscardHandler), time.Minute)
 	now := time.Unix(1000, 0)
 	moves := func() map[string]int64 { return b.transitions() }
 	probe := func(failed bool) {
@@ -59,4 +59,29 @@ func TestBreakerCountsEveryMove(t *testing.T) {
 		assert.Equal(t, s.state, b.State(), s.name)
 		assert.Equal(t, s.want, moves(), s.name)
 	}
+}
+
+// A probe that never reports an outcome (a path that misses probeDone) ends
+// on its own after probeFor: a half-open breaker never holds its topic back
+// for good. One that ended with probeDone lets the next pop probe at once.
+func TestBreakerProbeEndsWithoutAnOutcome(t *testing.T) {
+	cfg := Breaker{FailureRatio: 0.5, MinCalls: 4, OpenFor: time.Second}
+	b := newBreaker(cfg, "t", slog.New(slog.DiscardHandler), 10*time.Second)
+	now := time.Unix(1000, 0)
+	for i := range 4 {
+		b.record(now, true, uint64(i))
+	}
+	require.Equal(t, BreakerOpen, b.State())
+	now = now.Add(2 * time.Second)
+	ok, probe, _ := b.allow(now)
+	require.True(t, ok && probe)
+	ok, _, _ = b.allow(now.Add(time.Second))
+	assert.False(t, ok, "a second probe while the first is in flight")
+	b.probeDone()
+	ok, probe, _ = b.allow(now.Add(time.Second))
+	require.True(t, ok && probe, "the probe ended without an outcome: probe again")
+	ok, _, _ = b.allow(now.Add(9 * time.Second))
+	assert.False(t, ok)
+	ok, probe, _ = b.allow(now.Add(12 * time.Second))
+	assert.True(t, ok && probe, "a probe silent for probeFor counts as ended")
 }

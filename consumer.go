@@ -105,7 +105,7 @@ func (c *Client) Subscribe(topic string, listener MessageListener, opts ...Subsc
 	s := &subscription{c: c, topic: t, listener: listener, holders: make([]atomic.Pointer[thread], t.SlotAmount),
 		lookahead: sc.lookahead}
 	if sc.breaker != nil {
-		s.flow.breaker = newBreaker(*sc.breaker, topic, c.cfg.logger)
+		s.flow.breaker = newBreaker(*sc.breaker, topic, c.cfg.logger, c.cfg.consumeTimeout+time.Second)
 	}
 	for i := range sc.threads {
 		s.threads = append(s.threads, newThread(s, i))

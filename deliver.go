@@ -45,6 +45,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			for j := range res.Deliveries[i:] {
 				s.pending = append(s.pending, res.Deliveries[i+j].Settle(rdb.Restore))
 			}
+			t.probeEnded()
 			return
 		}
 		m := newMessage(t.sub.topic, s.lease.Slot(), d, res.NowMs)
@@ -63,6 +64,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 		case errors.Is(err, ErrNotOwner):
 			// Not done, and not the message's fault: back as it was.
 			action, outcome = rdb.Restore, callNotOwner
+			t.probeEnded()
 			c.cfg.logger.Info("rmq: listener gave the message back: slot no longer owned", "topic", m.Topic, "slot", m.Slot)
 		default:
 			action, outcome = rdb.Rollback, callFailed
@@ -71,6 +73,15 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 		}
 		tm.recordCall(m, start, end, outcome)
 		s.pending = append(s.pending, d.Settle(action))
+	}
+}
+
+// probeEnded tells a half-open breaker that a message of a batch went back
+// without an outcome (unstarted, or given back): if it was the probe, the
+// next pop may probe again.
+func (t *thread) probeEnded() {
+	if b := t.sub.flow.breaker; b != nil {
+		b.probeDone()
 	}
 }
 

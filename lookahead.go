@@ -189,6 +189,7 @@ func (t *thread) restoreHeld(s *slotState) {
 		return
 	}
 	t.sub.topic.metrics.shard(t.index).recordRestored(int64(len(s.held)))
+	t.probeEnded()
 	for i := range s.held {
 		s.pending = append(s.pending, s.held[i].d.Settle(rdb.Restore))
 	}
