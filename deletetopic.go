@@ -72,6 +72,7 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOp
 		return fmt.Errorf("rmq: delete topic %q: %w", t.Name, err)
 	}
 	c.topics.drop(t.Name)
+	c.stats.forget(t.Name)
 	return nil
 }
 

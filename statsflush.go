@@ -23,6 +23,7 @@ type statsFlusher struct {
 	stop    context.CancelFunc // ends the flusher's sleep, not a flush under way
 	done    chan struct{}
 	call    *flushCall // the flush under way, if any
+	deleted []string   // topics deleted since the last flush: their figures sent so far are forgotten (forget)
 
 	id       string                  // names the client's batches (rdb.StatsBatch), random
 	seq      int64                   // the last batch's number (flusher goroutine only)
@@ -177,6 +178,12 @@ func (f *statsFlusher) flush(ctx context.Context) {
 	if f.last == nil {
 		f.last = make(map[string]TopicMetrics)
 	}
+	f.mu.Lock()
+	for _, topic := range f.deleted {
+		delete(f.last, topic)
+	}
+	f.deleted = f.deleted[:0]
+	f.mu.Unlock()
 	minute := time.Now().Unix() / 60
 	var deltas []rdb.StatsDelta
 	now := f.c.TopicMetrics()
@@ -193,6 +200,15 @@ func (f *statsFlusher) flush(ctx context.Context) {
 	f.seq++
 	f.pending = &rdb.StatsBatch{Client: f.id, Seq: f.seq, Deltas: deltas}
 	f.send(ctx)
+}
+
+// forget drops what the flushes have sent of a deleted topic's figures: a
+// topic defined again under its name counts from zero, and its figures are
+// sent whole (not less what the deleted one sent, which went negative).
+func (f *statsFlusher) forget(topic string) {
+	f.mu.Lock()
+	f.deleted = append(f.deleted, topic)
+	f.mu.Unlock()
 }
 
 // send adds the pending batch; it reports whether that is done.
