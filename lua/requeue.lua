@@ -17,8 +17,12 @@ if #ARGV > 1 then
 else
   members = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
 end
+local moved = 0
 for _, m in ipairs(members) do
-  redis.call('ZREM', KEYS[1], m)
-  redis.call('ZADD', KEYS[2], 'NX', 16, m)
+  -- A content named twice moves, and counts, once.
+  if redis.call('ZREM', KEYS[1], m) == 1 then
+    redis.call('ZADD', KEYS[2], 'NX', 16, m)
+    moved = moved + 1
+  end
 end
-return #members
+return moved
