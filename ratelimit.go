@@ -12,7 +12,11 @@ import (
 // Burst. The zero value is unlimited. See the README's Flow control.
 type RateLimit struct {
 	PerSecond float64 // > 0; 0 with Burst 0: unlimited
-	Burst     int     // ≥ 1 when PerSecond is set
+	// Burst is ≥ 1 when PerSecond is set. Each process's bucket holds its
+	// share of it but at least one message, so with fewer than one message
+	// of Burst per consuming process the processes together may burst one
+	// message each.
+	Burst int
 }
 
 // Validate reports why l is not a valid limit, with ErrInvalidRateLimit: a
@@ -84,8 +88,14 @@ func (l *rateLimiter) take(want int, share float64, now time.Time) (int, time.Ti
 	l.last = now
 	n := min(want, int(l.tokens))
 	if n < 1 {
-		wait := time.Duration((1 - l.tokens) / rate * float64(time.Second))
-		return 0, now.Add(max(wait, time.Millisecond))
+		// Look again when a token is there, or after controlRefresh if that
+		// is later (a tiny rate's wait in ns would overflow a Duration): the
+		// tokens are counted from the elapsed time at the next look anyway.
+		wait := controlRefresh
+		if secs := (1 - l.tokens) / rate; secs < controlRefresh.Seconds() {
+			wait = max(time.Duration(secs*float64(time.Second)), time.Millisecond)
+		}
+		return 0, now.Add(wait)
 	}
 	l.tokens -= float64(n)
 	return n, time.Time{}

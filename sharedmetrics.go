@@ -29,13 +29,21 @@ type MinuteMetrics struct {
 	HeldBack           map[string]int64
 }
 
+// MaxMetricsMinutes bounds NamespaceMetrics' minutes: a day. The per-minute
+// figures are kept two hours; older minutes read as zero.
+const MaxMetricsMinutes = 24 * 60
+
 // NamespaceMetrics returns topic's metrics summed over every process of the
 // namespace since it began (as flushed: up to a few seconds behind), and
-// per minute for the last minutes (oldest first, the current minute last).
+// per minute for the last minutes (oldest first, the current minute last;
+// at least one, at most MaxMetricsMinutes, else ErrInvalidOption).
 // OwnedSlots and Breaker (a process's own state) are not set.
 func (c *Client) NamespaceMetrics(ctx context.Context, topic string, minutes int) (TopicMetrics, []MinuteMetrics, error) {
 	if ctx == nil {
 		return TopicMetrics{}, nil, ErrNilContext
+	}
+	if minutes > MaxMetricsMinutes {
+		return TopicMetrics{}, nil, fmt.Errorf("%w: %d minutes of metrics, at most %d", ErrInvalidOption, minutes, MaxMetricsMinutes)
 	}
 	t, err := c.lookupTopic(ctx, topic)
 	if err != nil {

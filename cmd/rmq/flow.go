@@ -72,6 +72,9 @@ func parseLimit(s string) (rmq.RateLimit, error) {
 	if err != nil {
 		return rmq.RateLimit{}, usagef("rate %q is not a number", rate)
 	}
+	if r == 0 && !hasBurst {
+		return rmq.RateLimit{}, nil // "0.0" as "0"
+	}
 	l := rmq.RateLimit{PerSecond: r, Burst: max(1, int(r))}
 	if hasBurst {
 		if l.Burst, err = strconv.Atoi(burst); err != nil {

@@ -89,6 +89,7 @@ func TestParseLimit(t *testing.T) {
 	}{
 		{arg: "off", want: rmq.RateLimit{}},
 		{arg: "0", want: rmq.RateLimit{}},
+		{arg: "0.0", want: rmq.RateLimit{}},
 		{arg: "500", want: rmq.RateLimit{PerSecond: 500, Burst: 500}},
 		{arg: "0.5", want: rmq.RateLimit{PerSecond: 0.5, Burst: 1}},
 		{arg: "500/50", want: rmq.RateLimit{PerSecond: 500, Burst: 50}},
