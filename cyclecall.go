@@ -122,7 +122,7 @@ func (t *thread) wokenMeanwhile(c *popCall) {
 		return
 	}
 	if s.parked || at.Before(s.next) {
-		s.next, s.parked = at, false
+		t.wokenFor(s, at, time.Now())
 	}
 }
 

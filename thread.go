@@ -163,6 +163,7 @@ func (t *thread) absorb(hard context.Context) {
 			}
 		}
 	}
+	now := time.Now()
 	for slot, due := range wakes {
 		s := t.slots[slot]
 		if s == nil {
@@ -175,9 +176,18 @@ func (t *thread) absorb(hard context.Context) {
 			s.wokeBusy = at
 		}
 		if at.Before(s.next) {
-			s.next, s.parked = at, false
+			t.wokenFor(s, at, now)
 		}
 	}
+}
+
+// wokenFor makes s look at its woken message's due time at, or within the
+// sweep interval if that is sooner: a slot taken out of the parked ones for
+// a message due later would otherwise go without the sweep's safety net
+// until then, and one whose next message's wake-up is lost (its producer
+// died between the write and the publication) would wait that long.
+func (t *thread) wokenFor(s *slotState, at, now time.Time) {
+	s.next, s.parked = minTime(at, now.Add(t.sub.c.cfg.sweepInterval(t.sub.c.multiNode))), false
 }
 
 // add starts serving a new lease.
@@ -289,10 +299,15 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		t.release(hard, s)
 		return
 	}
-	if now := time.Now(); s.heldDue(now) && s.next.After(now) {
-		// A message popped ahead fell due: no Redis call.
+	if now := time.Now(); s.heldDue(now) {
+		// A message popped ahead fell due: no Redis call. A look due as well
+		// comes at the next pick, behind its node's backoff (pick hands out a
+		// slot whose held message is due before it looks at the backoff).
+		looking := !s.next.After(now)
 		t.deliverHeld(hard, s, now)
-		s.next, s.lingering = t.lingerHeld(s, time.Now())
+		if !looking {
+			s.next, s.lingering = t.lingerHeld(s, time.Now())
+		}
 		return
 	}
 	if !s.lease.Valid() {
