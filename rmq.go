@@ -110,15 +110,7 @@ func newClient(r redis.UniversalClient, cfg config) *Client {
 	c.abandoned = make(chan struct{})
 	c.coord = rdb.NewCoordination(r, keys)
 	c.redis = r
-	cc, multiNode := r.(*redis.ClusterClient)
-	c.multiNode = multiNode
-	if multiNode && cc.Options().MaxRetries > 0 {
-		cfg.logger.Warn("rmq: the Redis Cluster client sets MaxRetries; leave it at its default (no retries): "+
-			"go-redis sends a whole pipeline again when its first command is refused (TRYAGAIN, CLUSTERDOWN) "+
-			"or a read fails, which can run a consumer's pops twice, and the messages the first run took then "+
-			"wait for the consume timeout and spend a retry. RMQ retries its own calls",
-			"max_retries", cc.Options().MaxRetries)
-	}
+	_, c.multiNode = r.(*redis.ClusterClient)
 	if h, ok := cfg.coordinator.(coordinator.DeclineHonourer); ok && h.HonoursDeclines() && c.multiNode {
 		c.declines = coordinator.NewDeclines() // set here, never again: TopicMetrics reads it at any time
 	}

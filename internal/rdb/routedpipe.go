@@ -110,6 +110,9 @@ func (p *RoutedPipeline) onNode(node *redis.Client) redis.Pipeliner {
 			p.nodes = make(map[string]*redis.Client)
 		}
 		pipe = node.Pipeline()
+		if node.Options().MaxRetries > 0 {
+			_ = pipe.Process(context.Background(), newNoRetry())
+		}
 		p.pipes[addr] = pipe
 		p.nodes[addr] = node
 		p.order = append(p.order, pipe)
@@ -117,3 +120,18 @@ func (p *RoutedPipeline) onNode(node *redis.Client) redis.Pipeliner {
 	}
 	return pipe
 }
+
+// noRetry is a PING that tells go-redis never to send its pipeline again. A
+// node client of a Cluster client that sets MaxRetries sends a whole
+// pipeline again when its first command is refused (TRYAGAIN, CLUSTERDOWN)
+// or a read fails, and so runs the commands that had run (a consumer's pops)
+// twice; a pipeline that holds a command whose NoRetry is true is sent once.
+// RMQ's callers retry what failed themselves. It leads every pipeline of
+// such a node, and costs nothing where the client does not retry (the
+// default).
+type noRetry struct{ *redis.StatusCmd }
+
+func newNoRetry() noRetry { return noRetry{redis.NewStatusCmd(context.Background(), "ping")} }
+
+// NoRetry implements redis.Cmder.
+func (noRetry) NoRetry() bool { return true }
