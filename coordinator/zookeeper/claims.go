@@ -202,9 +202,15 @@ func (r *membership) drop(t *topicState, c *heldSlot, sid int64) error {
 
 // nextDeadline is how long the loop may sleep: the poll interval (a fast one
 // while a handover is under way), or less when a drain deadline or a reissue
-// falls due sooner.
+// falls due sooner; the poll interval while the session is suspended.
 func (r *membership) nextDeadline() time.Duration {
 	d := r.z.cfg.PollInterval
+	if sid, _ := r.current(); sid == 0 {
+		// Suspended: a pass does nothing until the session is back, whose
+		// event wakes the loop; the deadlines below, long past meanwhile,
+		// would make it spin.
+		return d
+	}
 	if r.busy || r.dirty {
 		d = min(d, fastPoll)
 	}

@@ -42,6 +42,7 @@ func (r *membership) elect() error {
 	}
 	children, _, err := r.sess.conn.Children(path)
 	if err != nil {
+		delete(r.seen, path) // read it again next time
 		return fmt.Errorf("rmq: zookeeper election: %w", err)
 	}
 	leader := electionLeader(children) == r.election
@@ -119,22 +120,21 @@ func (r *membership) lead() error {
 // round recomputes.
 func (r *membership) assignTopic(topic string, workers []coordinator.WorkerThreads, declined map[string][]int) error {
 	conn := r.sess.conn
-	slots, ok := r.slotsOf[topic]
-	if !ok {
-		data, _, err := conn.Get(r.paths.topic(topic))
-		if err != nil {
-			return fmt.Errorf("rmq: zookeeper topic %s: %w", topic, err)
-		}
-		var def struct {
-			SlotAmount int `json:"slotAmount"`
-		}
-		if json.Unmarshal(data, &def) != nil || def.SlotAmount < 1 {
-			r.log.Warn("rmq: unreadable topic definition; not assigning it", "topic", topic, "data", string(data))
-			return nil
-		}
-		slots = def.SlotAmount
-		r.slotsOf[topic] = slots
+	// The definition is read at each assignment (they are rare: a change of
+	// membership or declines), never kept: a topic deleted and defined again
+	// with another slot amount is assigned by its new one.
+	data, _, err := conn.Get(r.paths.topic(topic))
+	if err != nil {
+		return fmt.Errorf("rmq: zookeeper topic %s: %w", topic, err)
 	}
+	var def struct {
+		SlotAmount int `json:"slotAmount"`
+	}
+	if json.Unmarshal(data, &def) != nil || def.SlotAmount < 1 {
+		r.log.Warn("rmq: unreadable topic definition; not assigning it", "topic", topic, "data", string(data))
+		return nil
+	}
+	slots := def.SlotAmount
 	path := r.paths.assignment(topic)
 	var prev assignmentNode
 	data, st, err := conn.Get(path)

@@ -57,7 +57,6 @@ type membership struct {
 	seen     map[string]int64 // path → modification zxid last read (data or children)
 	topics   map[string]*topicState
 	workers  map[string]workerNode // leader's cache of worker nodes
-	slotsOf  map[string]int        // leader's cache of topic slot amounts
 	node     workerNode            // this worker's node as last written
 	book     declinebook.Book      // leader's record of the workers' declines
 	leadAt   time.Time             // leader: when a decline seen ripens (zero: none waits)
@@ -87,7 +86,7 @@ func newMembership(z *Coordinator, m coordinator.Member, h coordinator.Handler) 
 		log:  z.log.With("worker", z.cfg.WorkerID, "namespace", m.Namespace),
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 		leases: make(map[*coordinator.Grant]struct{}), seen: make(map[string]int64),
-		topics: make(map[string]*topicState), workers: make(map[string]workerNode), slotsOf: make(map[string]int),
+		topics: make(map[string]*topicState), workers: make(map[string]workerNode),
 	}
 	for _, t := range m.Topics {
 		r.topics[t.Topic] = &topicState{TopicThreads: t, held: make(map[int]*heldSlot), unsure: make(map[int]bool)}
