@@ -18,39 +18,6 @@ import (
 // holds only if the patience counts from the record of the holder it waits
 // for, and if that lease does end at the drain timeout.
 
-// lingeringThreads is a Handler whose revoked listeners run on while linger
-// is set, until the coordinator takes their lease away (Valid turns false);
-// then, or at once when linger is not set, they release it.
-type lingeringThreads struct {
-	label  string
-	board  *slotBoard
-	linger atomic.Bool
-}
-
-func (h *lingeringThreads) Assigned(l *Lease) {
-	h.board.mu.Lock()
-	if h.board.holders[l.Slot()] == nil {
-		h.board.holders[l.Slot()] = make(map[string]*Lease)
-	}
-	h.board.holders[l.Slot()][h.label] = l
-	h.board.mu.Unlock()
-	h.board.check()
-	go func() {
-		<-l.Revoking()
-		for h.linger.Load() && l.Valid() {
-			time.Sleep(2 * time.Millisecond)
-		}
-		h.board.mu.Lock()
-		if h.board.holders[l.Slot()][h.label] == l {
-			delete(h.board.holders[l.Slot()], h.label)
-		}
-		h.board.mu.Unlock()
-		l.Release()
-	}()
-}
-
-func (h *lingeringThreads) Revoked(*Lease) {}
-
 // startHandoverRun runs worker name through co on a topic of slots slots
 // with one thread, handler h, a lease of ttl and a drain timeout of drain,
 // stops it when t ends, and returns its member id once it joined.
@@ -58,17 +25,7 @@ func startHandoverRun(t *testing.T, co rdb.Coordination, ns, name string, slots 
 	t.Helper()
 	m := Member{Namespace: ns, DrainTimeout: drain, Topics: []TopicThreads{{Topic: testTopic, SlotAmount: slots, Threads: 1}}}
 	run := newRedisRun(co, RedisConfig{LeaseTTL: ttl, WorkerID: name}, testLog(), m, h)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run.run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("worker %s did not stop", name)
-		}
-	})
+	goRun(t, run, name)
 	return joinedID(t, run)
 }
 
@@ -107,9 +64,9 @@ func TestRedisPatienceCountsFromTheCurrentHoldersRecord(t *testing.T) {
 	assign := testAssigner(t, b, ns)
 	const ttl, drain = time.Second, time.Second // patience 2.2 s
 	board := newSlotBoard()
-	ha := &lingeringThreads{label: "a", board: board}
-	hb := &lingeringThreads{label: "b", board: board}
-	hc := &lingeringThreads{label: "c", board: board}
+	ha := &testThreads{worker: "a", board: board}
+	hb := &testThreads{worker: "b", board: board}
+	hc := &testThreads{worker: "c", board: board}
 	ha.linger.Store(true)
 	coB := &flakyCoordination{Coordination: rdb.NewCoordination(b.Redis, keys)}
 	a := startHandoverRun(t, rdb.NewCoordination(b.Redis, keys), ns, "a", 1, ha, ttl, drain)
@@ -242,8 +199,8 @@ func TestRedisRevokedLeaseEndsAtItsDrainTimeoutWhileTheLoopIsHeld(t *testing.T) 
 	require.NoError(t, b.Redis.Set(ctx, keys.OwnerKeys(testTopic, 2)[1], "5:ghost", 0).Err())
 	const ttl, drain = time.Second, time.Second // patience 2.2 s
 	board := newSlotBoard()
-	ha := &lingeringThreads{label: "a", board: board}
-	hb := &lingeringThreads{label: "b", board: board}
+	ha := &testThreads{worker: "a", board: board}
+	hb := &testThreads{worker: "b", board: board}
 	ha.linger.Store(true) // a's listener of slot 0 runs on until its lease is taken away
 	coA := &slowOwners{Coordination: rdb.NewCoordination(b.Redis, keys)}
 	a := startHandoverRun(t, coA, ns, "a", 2, ha, ttl, drain)

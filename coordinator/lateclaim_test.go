@@ -115,17 +115,7 @@ func startRunAs(t *testing.T, co rdb.Coordination, ns, workerID, label string, b
 		Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: 2}}}
 	run := newRedisRun(co, RedisConfig{LeaseTTL: ttl, WorkerID: workerID}, slog.New(slog.DiscardHandler), m,
 		&testThreads{worker: label, board: board, drain: 5 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run.run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("worker %s did not stop", label)
-		}
-	})
+	goRun(t, run, label)
 	return run
 }
 

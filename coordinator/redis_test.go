@@ -59,12 +59,15 @@ func (b *slotBoard) check() {
 }
 
 // testThreads is a Handler standing in for a worker's consumer threads: it
-// takes leases, and releases a revoked one after a short drain.
+// takes leases, and releases a revoked one after a short drain; while linger
+// is set, a revoked lease's listener runs on until the coordinator takes the
+// lease away (Valid turns false).
 type testThreads struct {
 	worker  string
 	board   *slotBoard
 	drain   time.Duration
 	noCheck bool // do not look for overlaps at every assignment (O(slots) each)
+	linger  atomic.Bool
 }
 
 func (h *testThreads) Assigned(l *Lease) {
@@ -79,6 +82,9 @@ func (h *testThreads) Assigned(l *Lease) {
 	}
 	go func() {
 		<-l.Revoking()
+		for h.linger.Load() && l.Valid() {
+			time.Sleep(2 * time.Millisecond)
+		}
 		time.Sleep(h.drain)
 		h.board.mu.Lock()
 		if h.board.holders[l.Slot()][h.worker] == l {
@@ -162,18 +168,27 @@ func startDecliningWorker(t *testing.T, b testenv.Backend, ns, name string, boar
 		Topics: []TopicThreads{{Topic: testTopic, SlotAmount: 16, Threads: threads}}}
 	run := newRedisRun(co, RedisConfig{LeaseTTL: ttl, WorkerID: name}, testLog(), m,
 		&testThreads{worker: name, board: board, drain: 5 * time.Millisecond})
+	w := &testWorker{name: name, co: co}
+	w.stop, w.done = goRun(t, run, name)
+	return w
+}
+
+// goRun runs run until t ends or stop is called, and returns stop and the
+// channel its outcome comes on (a test that reads it puts it back); t's
+// cleanup waits up to 10 s for the Run to end.
+func goRun(t *testing.T, run *redisRun, label string) (stop context.CancelFunc, done chan error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &testWorker{name: name, co: co, stop: cancel, done: make(chan error, 1)}
-	go func() { w.done <- run.run(ctx) }()
+	done = make(chan error, 1)
+	go func() { done <- run.run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-w.done:
+		case <-done:
 		case <-time.After(10 * time.Second):
-			t.Errorf("worker %s did not stop", name)
+			t.Errorf("worker %s did not stop", label)
 		}
 	})
-	return w
+	return cancel, done
 }
 
 // testLog is the coordinators' logger in tests: RMQ_DEBUG_LOG=1 prints it.
