@@ -18,13 +18,10 @@ import (
 func TestRequeueDeadCountsAContentNamedTwiceOnce(t *testing.T) {
 	b := testenv.Single(t)
 	ctx := context.Background()
-	ns := testenv.Namespace(t, b)
-	c, err := rmq.New(b.Redis, rmq.WithNamespace(ns))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(ctx) })
+	c := newClient(t, b)
 	define(t, c, "rq", 1, rmq.Priority)
-	dead := ns + ":{rq:0}:dead"
-	require.NoError(t, b.Redis.ZAdd(ctx, dead, redisZ(float64(time.Now().UnixMilli()), "x")).Err())
+	dead := c.Namespace() + ":{rq:0}:dead"
+	require.NoError(t, b.Redis.ZAdd(ctx, dead, redis.Z{Score: float64(time.Now().UnixMilli()), Member: "x"}).Err())
 	require.Equal(t, int64(1), stats(t, c, "rq").Dead)
 	n, err := c.RequeueDead(ctx, "rq", []byte("x"), []byte("x"))
 	require.NoError(t, err)
@@ -32,5 +29,3 @@ func TestRequeueDeadCountsAContentNamedTwiceOnce(t *testing.T) {
 	assert.Equal(t, int64(1), st.Store+st.Retry, "one message moved")
 	assert.Equal(t, int64(1), n, "RequeueDead's count of messages moved")
 }
-
-func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
