@@ -190,7 +190,9 @@ func (w *controlWatcher) refresh(ctx context.Context) error {
 		limit := tc.limit
 		f.limit.Store(&limit)
 		f.limiter.set(limit)
-		if (wasPaused && !tc.paused) || first {
+		if wasPaused != tc.paused || first {
+			// A resume wakes every slot at once; so does a pause, for the
+			// slots holding messages popped ahead to hand them back now.
 			s.wakeAll()
 		}
 	}

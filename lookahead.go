@@ -183,7 +183,8 @@ func (t *thread) aheadLinger() time.Duration {
 }
 
 // restoreHeld hands s's held messages back unstarted with its pending
-// outcomes (the slot is being let go).
+// outcomes (the slot is being let go, or its topic paused or its breaker
+// open).
 func (t *thread) restoreHeld(s *slotState) {
 	if len(s.held) == 0 {
 		return

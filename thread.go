@@ -320,7 +320,12 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 	sent := time.Now()
 	admitted, probe, until := t.admit(t.sub.batchSize(), sent)
 	if admitted == 0 {
-		// Held back by the topic's flow control: settle what is pending.
+		// Held back by the topic's flow control: settle what is pending,
+		// with the messages held for their due times if the topic is paused
+		// or its breaker open (a rate limit admitted them when popped).
+		if t.sub.heldBack() {
+			t.restoreHeld(s)
+		}
 		_ = t.flush(hard, s)
 		s.next = until
 		return
