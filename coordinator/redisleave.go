@@ -9,7 +9,8 @@ import (
 
 // leave hands every slot back and leaves the group. It first tells the group
 // it is leaving (the leader reassigns its slots, and their next owners wait
-// for the releases), then revokes every lease and writes each slot's record
+// for the releases; a leaving leader does so itself and gives up the
+// leader lease), then revokes every lease and writes each slot's record
 // back as soon as its consumer released it (drain), so the next owner
 // starts at once, and only then ends its membership: until then its records
 // name a live worker, so nobody takes its slots before they are released.
@@ -37,6 +38,10 @@ func (r *redisRun) leave(ctx context.Context) {
 		if err := r.whileMoving(ctx, "leave", &moves, reassign); err != nil {
 			r.log.Warn("rmq: redis coordinator: reassigning before leaving failed", "err", err)
 		}
+		// Give the leader lease up now (a leaving worker's heartbeat does),
+		// not when the membership ends: a worker joining or dying during
+		// the drain is then assigned around by the next leader at once.
+		r.beatSoon()
 	}
 	var all []heldSlot
 	drainBy := time.Now().Add(r.m.DrainTimeout)

@@ -13,7 +13,9 @@
 -- ARGV[1] id       the worker id
 -- ARGV[2] ttl      lease in ms, for membership and leadership alike
 -- ARGV[3] channel  the coordinator's pub/sub channel
--- ARGV[4] lead     "1" if the worker may take a free leader lease
+-- ARGV[4] lead     "1" if the worker may lead: take a free leader lease, keep
+--                  its own; else (a leaving worker) it gives its own up, and
+--                  the others, told "members", take it at once
 --
 -- Returns {now ms, expiry ms, leader id, leader lease left ms, members version,
 -- epoch, earliest expiry among the other members (-1: none)}. The expiry is -1
@@ -32,7 +34,11 @@ if old and tonumber(old) > now then
 end
 
 local head = redis.call('GET', leader)
-if expiry > 0 then
+if head == id and ARGV[4] ~= '1' then
+  redis.call('DEL', leader)
+  head = false
+  redis.call('PUBLISH', channel, 'members')
+elseif expiry > 0 then
   if head == id then
     redis.call('PEXPIRE', leader, ttl)
   elseif (not head) and ARGV[4] == '1' then
