@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -16,6 +17,61 @@ import (
 // answers "no such key" for a key that exists). A redirection whose node
 // announces no address (":port") goes through the Cluster client, whose
 // slot map must resolve it.
+
+// redirect is a command a master redirected, with its pipeline.
+type redirect struct {
+	pipe redis.Pipeliner
+	cmd  redis.Cmder
+	err  error
+}
+
+// followAll runs each redirected command again where its redirection sends
+// it (follow). A Bounded pipeline's follows run at once, each new master
+// waited for at most MasterWait and sent nothing while the gate counts a call
+// of the same caller to it still out (the command then fails with
+// ErrUnanswered), as its first masters were: a new master out of reach
+// would otherwise hold the caller for its client's read timeout once per
+// redirected command, in turn. A follow left running leaves its command's
+// pipeline unanswered (Answered), since it still fills the command.
+func (p *RoutedPipeline) followAll(ctx context.Context, moved []redirect) {
+	if p.gate == nil {
+		for _, m := range moved {
+			_ = p.follow(ctx, m.cmd, m.err)
+		}
+		return
+	}
+	calls := make([]*boundedCall, len(moved))
+	for i, m := range moved {
+		addr, _, _ := redirectOf(m.err)
+		if p.gate.busy(addr) {
+			m.cmd.SetErr(ErrUnanswered)
+			continue
+		}
+		c := &boundedCall{gate: p.gate, addr: addr, answer: make(chan []redis.Cmder, 1)}
+		calls[i] = c
+		go c.run(func() []redis.Cmder {
+			_ = p.follow(ctx, m.cmd, m.err) // the command carries its outcome
+			return nil
+		})
+	}
+	if len(moved) == 0 {
+		return
+	}
+	stop := make(chan struct{})
+	timer := time.AfterFunc(MasterWait, func() { close(stop) })
+	defer timer.Stop()
+	for i, c := range calls {
+		if c == nil {
+			continue
+		}
+		if _, answered := c.await(stop); !answered {
+			if p.left == nil {
+				p.left = make(map[redis.Pipeliner]bool)
+			}
+			p.left[moved[i].pipe] = true
+		}
+	}
+}
 
 // follow runs cmd, which err redirected, again where err sends it and
 // returns the error of its last run.
@@ -47,10 +103,16 @@ func (p *RoutedPipeline) follow(ctx context.Context, cmd redis.Cmder, err error)
 
 // nodeAt returns a client of the master at addr: the slot map's, if the
 // pipeline used it, else one made with the options of a master it used and
-// closed at the end of Exec; nil if it used none.
+// closed at the end of Exec; nil if it used none, or Exec has ended (a
+// follow left running).
 func (p *RoutedPipeline) nodeAt(addr string) *redis.Client {
 	if node := p.nodes[addr]; node != nil {
 		return node
+	}
+	p.awayMu.Lock()
+	defer p.awayMu.Unlock()
+	if p.awayClosed {
+		return nil
 	}
 	if node := p.away[addr]; node != nil {
 		return node
@@ -66,8 +128,12 @@ func (p *RoutedPipeline) nodeAt(addr string) *redis.Client {
 	return nil
 }
 
-// closeAway closes the clients nodeAt made.
+// closeAway closes the clients nodeAt made; a follow left running that is
+// redirected again goes through the Cluster client.
 func (p *RoutedPipeline) closeAway() {
+	p.awayMu.Lock()
+	defer p.awayMu.Unlock()
+	p.awayClosed = true
 	for addr, node := range p.away {
 		node.Close()
 		delete(p.away, addr)

@@ -2,6 +2,8 @@ package rdb
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,13 +21,22 @@ import (
 // (ASK), and after a move the client's slot map may still name the old
 // master (MOVED). Without the follow, about every other run read the ASKed
 // key as missing from the replica.
-func TestRoutedPipelineFollowsARedirectionToTheMaster(t *testing.T) {
+//
+// A Bounded pipeline's follows wait for their new master at most
+// MasterWait, together, as its first masters were waited for.
+func TestRoutedPipelineRedirections(t *testing.T) {
 	t.Parallel() // a private Cluster of its own
 	ctx := context.Background()
 	cl := testenv.StartCluster(t, testenv.ClusterOptions{})
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, cl.WaitReplicasListed(waitCtx))
+	t.Run("to-the-master", func(t *testing.T) { followsToTheMaster(t, cl) })
+	t.Run("bounded", func(t *testing.T) { boundedFollowsWaitTogether(t, cl) })
+}
+
+func followsToTheMaster(t *testing.T, cl *testenv.PrivateCluster) {
+	ctx := context.Background()
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), RouteRandomly: true})
 	t.Cleanup(func() { client.Close() })
 
@@ -100,4 +111,74 @@ func waitReplicated(t *testing.T, addr string) {
 	n, err := c.Wait(context.Background(), 1, 5000).Result()
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n, "the replica of %s acknowledged", addr)
+}
+
+// boundedFollowsWaitTogether: three keys of one master whose hash slots
+// moved to a master cut off from the process since the client read its slot
+// map. Each GET is redirected (MOVED) to the cut master; their follows wait
+// for it at most MasterWait, together, where each waited the client's read
+// timeout in turn (6 s here). While they are out, the gate sends the cut
+// master nothing more.
+func boundedFollowsWaitTogether(t *testing.T, cl *testenv.PrivateCluster) {
+	ctx := context.Background()
+	ms, err := cl.Masters(ctx)
+	require.NoError(t, err)
+	from, to := ms[0], ms[1]
+	var keys []string
+	for i := 0; len(keys) < 3; i++ {
+		k := fmt.Sprintf("{bounded%d}k", i)
+		if (testenv.ClusterNode{Slots: from.Slots}).OwnsSlot(testenv.KeySlot(k)) {
+			keys = append(keys, k)
+		}
+	}
+	p := testenv.StartPartition(t, to.Addr)
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ReadTimeout: 2 * time.Second, MaxRetries: -1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr == to.Addr {
+				addr = p.Addr()
+			}
+			return d.DialContext(ctx, network, addr)
+		}})
+	t.Cleanup(func() { client.Close() })
+	for _, k := range keys {
+		node, err := client.MasterForKey(ctx, k)
+		require.NoError(t, err)
+		require.Equal(t, from.Addr, node.Options().Addr)
+	}
+	for _, k := range keys {
+		require.NoError(t, cl.GiveSlot(ctx, testenv.KeySlot(k), to))
+	}
+	p.Cut()
+	var gate masterGate
+	exec := func() (*RoutedPipeline, []redis.Pipeliner, error, time.Duration) {
+		rp := NewRoutedPipeline(client).Bounded(&gate)
+		var on []redis.Pipeliner
+		for _, k := range keys {
+			pipe := rp.On(ctx, k)
+			on = append(on, pipe)
+			pipe.Get(ctx, k)
+		}
+		start := time.Now()
+		err := rp.Exec(ctx)
+		return rp, on, err, time.Since(start)
+	}
+	rp, on, err, took := exec()
+	t.Logf("three follows to a cut master: %v", took)
+	assert.ErrorIs(t, err, ErrUnanswered)
+	assert.Less(t, took, 2*MasterWait+500*time.Millisecond, "the follows waited for the cut master in turn")
+	assert.False(t, rp.Answered(on[0]), "a follow left running fills its command")
+	assert.True(t, gate.busy(to.Addr))
+
+	_, _, err, took = exec()
+	assert.ErrorIs(t, err, ErrUnanswered)
+	assert.Less(t, took, MasterWait, "follows sent into the cut while the first are out")
+
+	require.Eventually(t, func() bool { return !gate.busy(to.Addr) }, 5*time.Second, 10*time.Millisecond, "the follows left running never ended")
+	p.Heal()
+	require.Eventually(t, func() bool {
+		rp, on, err, _ = exec()
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond, "the healed master never answered")
+	assert.True(t, rp.Answered(on[0]))
 }

@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -34,8 +35,11 @@ type RoutedPipeline struct {
 	gate  *masterGate
 	left  map[redis.Pipeliner]bool // those a Bounded Exec left unanswered
 	// away are clients of masters that a redirection named and the slot map
-	// did not; they close at the end of Exec.
-	away map[string]*redis.Client
+	// did not; they close at the end of Exec (awayClosed), so a follow left
+	// running makes no more.
+	awayMu     sync.Mutex
+	away       map[string]*redis.Client
+	awayClosed bool
 }
 
 // NewRoutedPipeline returns an empty RoutedPipeline of client.
@@ -63,7 +67,8 @@ func (p *RoutedPipeline) On(ctx context.Context, key string) redis.Pipeliner {
 // Exec sends every pipeline, then each command redirected on its own, and
 // returns the first error of a command other than redis.Nil (a missing key
 // is an answer, not a failure); each command carries its own, except those
-// of a master a Bounded Exec left unanswered (ErrUnanswered; Answered). A
+// of a master a Bounded Exec left unanswered, or of a pipeline one of
+// whose redirected commands it left unanswered (ErrUnanswered; Answered). A
 // failure that says the slot map may be stale (a dead master, CLUSTERDOWN,
 // …) asks for its reload (topology.failed). It empties
 // the pipelines; one left unanswered is emptied by its call, so a
@@ -71,18 +76,26 @@ func (p *RoutedPipeline) On(ctx context.Context, key string) redis.Pipeliner {
 func (p *RoutedPipeline) Exec(ctx context.Context) error {
 	defer p.closeAway()
 	done := p.execAll(ctx)
+	if p.topo != nil {
+		var moved []redirect
+		for i, cmds := range done {
+			for _, cmd := range cmds {
+				if err := cmd.Err(); err != nil && redirected(err) {
+					p.topo.failed(err)
+					moved = append(moved, redirect{pipe: p.order[i], cmd: cmd, err: err})
+				}
+			}
+		}
+		p.followAll(ctx, moved)
+	}
 	var first error
-	for _, cmds := range done {
+	for i, cmds := range done {
+		if !p.Answered(p.order[i]) {
+			continue // a follow left running still fills its commands
+		}
 		reported := false // a node's failure asks for a reload of the slot map once
 		for _, cmd := range cmds {
 			err := cmd.Err()
-			if err == nil {
-				continue
-			}
-			if p.topo != nil && redirected(err) {
-				p.topo.failed(err)
-				err = p.follow(ctx, cmd, err)
-			}
 			if err == nil || errors.Is(err, redis.Nil) {
 				continue
 			}

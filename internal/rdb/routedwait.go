@@ -109,7 +109,10 @@ func (p *RoutedPipeline) execWithin(ctx context.Context, done [][]redis.Cmder) {
 		}
 		c := &boundedCall{gate: p.gate, addr: addr, answer: make(chan []redis.Cmder, 1)}
 		calls[i] = c
-		go c.run(ctx, pipe)
+		go c.run(func() []redis.Cmder {
+			cmds, _ := pipe.Exec(ctx) // each command carries its own error
+			return cmds
+		})
 	}
 	stop := make(chan struct{})
 	timer := time.AfterFunc(MasterWait, func() { close(stop) })
@@ -128,7 +131,8 @@ func (p *RoutedPipeline) execWithin(ctx context.Context, done [][]redis.Cmder) {
 	}
 }
 
-// boundedCall is one master's pipeline of a Bounded Exec.
+// boundedCall is one master's pipeline of a Bounded Exec, or one redirected
+// command's follow (followAll).
 type boundedCall struct {
 	gate   *masterGate
 	addr   string
@@ -138,11 +142,10 @@ type boundedCall struct {
 	ended, isLeft bool
 }
 
-// run sends pipe and hands its commands over; if the wait for it ended
+// run makes the call and hands its commands over; if the wait for it ended
 // first, it tells the gate that the master answered at last.
-func (c *boundedCall) run(ctx context.Context, pipe redis.Pipeliner) {
-	cmds, _ := pipe.Exec(ctx) // each command carries its own error
-	c.answer <- cmds
+func (c *boundedCall) run(call func() []redis.Cmder) {
+	c.answer <- call()
 	c.mu.Lock()
 	c.ended = true
 	left := c.isLeft
