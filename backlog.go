@@ -40,9 +40,25 @@ type backlogEntry struct {
 	last Backlog
 }
 
+// forget makes the next Backlog of topic read Redis: a write of this client
+// (RequeueDead, PurgeDead, DeleteDead, DeleteTopic) changed what the last
+// read says. A read under way ends first, so its figures go too.
+func (bc *backlogCache) forget(topic string) {
+	bc.mu.Lock()
+	e := bc.byTopic[topic]
+	bc.mu.Unlock()
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.last = Backlog{}
+	e.mu.Unlock()
+}
+
 // Backlog returns topic's backlog, read with O(slots) commands in one
 // pipeline (never O(messages)), and cached: a call within a second of the
-// last read returns that read.
+// last read returns that read, unless this client's own RequeueDead,
+// PurgeDead, DeleteDead or DeleteTopic of the topic came since.
 func (c *Client) Backlog(ctx context.Context, topic string) (Backlog, error) {
 	if ctx == nil {
 		return Backlog{}, ErrNilContext

@@ -31,6 +31,9 @@ func (c *Client) RequeueDeadProgress(ctx context.Context, topic string, progress
 	if ctx == nil {
 		return 0, ErrNilContext
 	}
+	if err := c.checkOpen(); err != nil {
+		return 0, err
+	}
 	t, counts, err := c.counts(ctx, topic)
 	if err != nil {
 		return 0, err
@@ -39,6 +42,7 @@ func (c *Client) RequeueDeadProgress(ctx context.Context, topic string, progress
 	for _, n := range counts {
 		p.Total += n.Dead
 	}
+	defer c.backlogs.forget(t.Name)
 	var woken []rdb.Wake
 	defer func() { c.wakeRequeued(ctx, woken) }()
 	for slot, n := range counts {
@@ -79,6 +83,9 @@ func (c *Client) PurgeDeadProgress(ctx context.Context, topic string, progress f
 	if ctx == nil {
 		return 0, ErrNilContext
 	}
+	if err := c.checkOpen(); err != nil {
+		return 0, err
+	}
 	t, counts, err := c.counts(ctx, topic)
 	if err != nil {
 		return 0, err
@@ -87,6 +94,7 @@ func (c *Client) PurgeDeadProgress(ctx context.Context, topic string, progress f
 	for _, n := range counts {
 		p.Total += n.Dead
 	}
+	defer c.backlogs.forget(t.Name)
 	for slot, n := range counts {
 		if n.Dead == 0 {
 			continue

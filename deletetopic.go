@@ -36,13 +36,18 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOp
 	if ctx == nil {
 		return ErrNilContext
 	}
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
 	var cfg deleteConfig
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	t, err := c.lookupTopic(ctx, topic)
+	// The definition as stored now, not as cached: the topic may have been
+	// deleted and defined again with more slots since this client read it.
+	t, err := c.loadTopic(ctx, topic)
 	if err != nil {
 		return err
 	}
@@ -71,8 +76,9 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOp
 	if err := c.broker.DeleteTopic(ctx, t.Name); err != nil {
 		return fmt.Errorf("rmq: delete topic %q: %w", t.Name, err)
 	}
+	c.stats.forget(t.Name, c.topicMetricsOf(t.Name))
 	c.topics.drop(t.Name)
-	c.stats.forget(t.Name)
+	c.backlogs.forget(t.Name)
 	return nil
 }
 

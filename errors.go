@@ -23,6 +23,10 @@ var (
 	// type, in Redis or in the coordinator's record. It is the same error as
 	// coordinator.ErrTopicConflict.
 	ErrTopicConflict = coordinator.ErrTopicConflict
+	// ErrUnreadableTopic: a stored topic definition that this version cannot
+	// read (one written by a newer version, or damaged). Topics leaves it out
+	// and says so with this error, beside the topics it could read.
+	ErrUnreadableTopic = errors.New("rmq: unreadable topic definition")
 	// ErrUnknownTopic: a send, subscribe or admin call names a topic that was
 	// never defined in this namespace.
 	ErrUnknownTopic = errors.New("rmq: unknown topic")

@@ -53,6 +53,9 @@ func (c *Client) SetRateLimit(ctx context.Context, topic string, l RateLimit) er
 }
 
 func (c *Client) setControl(ctx context.Context, topic, field, value string) error {
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
 	t, err := c.lookupTopic(ctx, topic)
 	if err != nil {
 		return err

@@ -143,3 +143,23 @@ func debugLogger() *slog.Logger {
 	}
 	return slog.New(slog.DiscardHandler)
 }
+
+// newClientIn is newClient in a given namespace.
+func newClientIn(t *testing.T, b testenv.Backend, ns string, opts ...rmq.Option) *rmq.Client {
+	t.Helper()
+	c, err := rmq.New(b.Redis, append([]rmq.Option{rmq.WithNamespace(ns)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+func mustNextDue(t *testing.T, c *rmq.Client, topic string, slots int) []rmq.PendingMessage {
+	t.Helper()
+	var out []rmq.PendingMessage
+	for s := range slots {
+		p, err := c.NextDue(context.Background(), topic, s, 1000)
+		require.NoError(t, err)
+		out = append(out, p...)
+	}
+	return out
+}

@@ -65,10 +65,14 @@ func (c *Client) DeleteDead(ctx context.Context, topic string, slot int, content
 	if ctx == nil {
 		return false, ErrNilContext
 	}
+	if err := c.checkOpen(); err != nil {
+		return false, err
+	}
 	t, err := c.slotOf(ctx, topic, slot)
 	if err != nil {
 		return false, err
 	}
+	defer c.backlogs.forget(t.Name)
 	ok, err := c.broker.DeleteDead(ctx, t.slots[slot], content)
 	if err != nil {
 		return false, fmt.Errorf("rmq: delete dead message of topic %q slot %d: %w", topic, slot, err)

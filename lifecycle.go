@@ -114,6 +114,10 @@ func (c *Client) Start(ctx context.Context) error {
 	coordDone()
 	close(quit)
 	threads.Wait()
+	// Share what the consumers counted before the presence goes (flushNow).
+	flushCtx, cancelFlush := context.WithTimeout(c.hard, statsCloseCallWait)
+	c.stats.flushNow(flushCtx)
+	cancelFlush()
 	stopBackground()
 	c.background.Wait()
 
@@ -202,7 +206,10 @@ func (c *Client) Shutdown(ctx context.Context) error {
 // Send whose command was written but whose reply had not come then fails
 // with an error that wraps ErrClosed and says that the message may have
 // been stored: Redis may have run it.
-// Close is idempotent.
+// After Close the methods that write (DefineTopic, DeleteTopic, PauseTopic,
+// ResumeTopic, SetRateLimit, RequeueDead, PurgeDead, DeleteDead and their
+// variants) fail with ErrClosed; those that only read still work.
+// Close is idempotent, and safe to call from several goroutines.
 func (c *Client) Close(ctx context.Context) error {
 	if ctx == nil {
 		return ErrNilContext
@@ -213,6 +220,10 @@ func (c *Client) Close(ctx context.Context) error {
 	c.state = stateClosed
 	c.closed.Store(true)
 	c.mu.Unlock()
+	// One caller at a time closes the producer and flushes the metrics last;
+	// they are idempotent, not safe from two goroutines at once.
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
 	c.batches.shut()
 	c.broker.Close(ctx)
 	c.stats.close(ctx)

@@ -50,8 +50,8 @@ func (c *Client) Metrics() Metrics {
 		SendsWritten: m.send.Written.Load(), Panics: m.panics.Load(),
 		Fenced: m.fenced.Load(), RedisErrors: m.redisErrors.Load()}
 	c.topics.mu.RLock()
-	for _, t := range c.topics.byName {
-		for _, cm := range t.metrics.calls {
+	for _, tm := range c.topics.metrics {
+		for _, cm := range tm.calls {
 			out.Redelivered += cm.redelivered.Load()
 			out.Committed += cm.committed.Load()
 			out.Failed += cm.failed.Load()

@@ -59,14 +59,22 @@ func WithNamespace(ns string) Option {
 	}
 }
 
+// MaxConsumeTimeout is the longest consume timeout WithConsumeTimeout takes
+// (a year).
+const MaxConsumeTimeout = 365 * 24 * time.Hour
+
 // WithConsumeTimeout sets how long a delivered message may stay uncommitted
 // before it is rolled back as failed (a crashed or stuck consumer). Default
-// 30s; at least 1s; rounded up to whole seconds. An entry is reclaimed between
-// timeout and timeout+2s after its delivery.
+// 30s; at least 1s, at most MaxConsumeTimeout; rounded up to whole seconds.
+// An entry is reclaimed between timeout and timeout+2s after its delivery.
 func WithConsumeTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d < time.Second {
 			c.fail("consume timeout %v is below 1s", d)
+			return
+		}
+		if d > MaxConsumeTimeout {
+			c.fail("consume timeout %v is above %v", d, MaxConsumeTimeout)
 			return
 		}
 		c.consumeTimeout = ((d + time.Second - 1) / time.Second) * time.Second

@@ -86,7 +86,10 @@ func (l *rateLimiter) take(want int, share float64, now time.Time) (int, time.Ti
 		l.tokens = min(burst, l.tokens+now.Sub(l.last).Seconds()*rate)
 	}
 	l.last = now
-	n := min(want, int(l.tokens))
+	n := want
+	if l.tokens < float64(want) {
+		n = int(l.tokens) // not int(l.tokens) beside want: a huge burst's tokens overflow an int
+	}
 	if n < 1 {
 		// Look again when a token is there, or after controlRefresh if that
 		// is later (a tiny rate's wait in ns would overflow a Duration): the

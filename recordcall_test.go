@@ -36,7 +36,7 @@ func TestRecordCall(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tm := newTopicMetrics()
-			cl := &Client{topics: topicCache{byName: map[string]*topicInfo{"t": {metrics: tm}}}}
+			cl := &Client{topics: topicCache{byName: map[string]*topicInfo{"t": {metrics: tm}}, metrics: map[string]*topicMetrics{"t": tm}}}
 			tm.shard(5).recordCall(&c.m, start, start.Add(40*time.Microsecond), c.outcome)
 			assert.Equal(t, c.want, cl.Metrics(), "process-wide")
 			tot := tm.totals()

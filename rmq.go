@@ -65,6 +65,7 @@ type Client struct {
 	hardCancel  context.CancelFunc
 	abandoned   chan struct{} // closed when consumption is abandoned (see Shutdown)
 	abandonOnce sync.Once
+	closeMu     sync.Mutex     // one Close at a time closes the producer
 	coordDone   chan struct{}  // closed when the coordinator's Run returned
 	consumers   callGate       // consumers' Redis calls; shut when consumption is abandoned
 	batches     callGate       // SendBatch's pipelines; shut by Close, which waits for them

@@ -22,8 +22,9 @@ type statsFlusher struct {
 	closing bool               // Close has begun (quiet): each flush is bounded, and they end once one went unanswered
 	stop    context.CancelFunc // ends the flusher's sleep, not a flush under way
 	done    chan struct{}
-	call    *flushCall // the flush under way, if any
-	deleted []string   // topics deleted since the last flush: their figures sent so far are forgotten (forget)
+	call    *flushCall              // the flush under way, if any
+	deleted map[string]TopicMetrics // topics deleted since the last flush, with their figures then (forget)
+	now     chan chan struct{}      // asks the flusher for a flush now (flushNow)
 
 	id       string                  // names the client's batches (rdb.StatsBatch), random
 	seq      int64                   // the last batch's number (flusher goroutine only)
@@ -59,16 +60,56 @@ func (f *statsFlusher) start() {
 	f.started = true
 	f.running.Store(true)
 	ctx, stop := context.WithCancel(context.Background())
-	f.stop, f.done = stop, make(chan struct{})
+	f.stop, f.done, f.now = stop, make(chan struct{}), make(chan chan struct{})
 	go func() {
 		defer close(f.done)
-		for ctx.Err() == nil {
-			wait.Sleep(ctx, statsFlushEvery)
-			if ctx.Err() != nil || !f.periodic() {
+		timer := time.NewTimer(statsFlushEvery)
+		defer timer.Stop()
+		for {
+			var asked chan struct{}
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			case asked = <-f.now:
+				timer.Stop()
+			}
+			ok := f.periodic()
+			if asked != nil {
+				close(asked)
+			}
+			if !ok {
 				return
 			}
+			timer.Reset(statsFlushEvery)
 		}
 	}()
+}
+
+// flushNow has the flusher flush now, if it runs, and waits for that flush
+// within ctx. The end of consumption calls it before the process's presence
+// goes, so that what its consumers counted is shared before DeleteTopic may
+// delete their topic's metrics (a later flush would add it back).
+func (f *statsFlusher) flushNow(ctx context.Context) {
+	f.mu.Lock()
+	running := f.started && !f.closed
+	f.mu.Unlock()
+	if !running {
+		return
+	}
+	done := make(chan struct{})
+	select {
+	case f.now <- done:
+	case <-f.done:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-f.done:
+	case <-ctx.Done():
+	}
 }
 
 // flushCall is a periodic flush under way: when it began, and what cancels
@@ -179,10 +220,10 @@ func (f *statsFlusher) flush(ctx context.Context) {
 		f.last = make(map[string]TopicMetrics)
 	}
 	f.mu.Lock()
-	for _, topic := range f.deleted {
-		delete(f.last, topic)
+	for topic, then := range f.deleted {
+		f.last[topic] = then
 	}
-	f.deleted = f.deleted[:0]
+	clear(f.deleted)
 	f.mu.Unlock()
 	minute := time.Now().Unix() / 60
 	var deltas []rdb.StatsDelta
@@ -202,12 +243,16 @@ func (f *statsFlusher) flush(ctx context.Context) {
 	f.send(ctx)
 }
 
-// forget drops what the flushes have sent of a deleted topic's figures: a
-// topic defined again under its name counts from zero, and its figures are
-// sent whole (not less what the deleted one sent, which went negative).
-func (f *statsFlusher) forget(topic string) {
+// forget counts a deleted topic's figures as sent up to then, its figures
+// at its deletion: a topic defined again under its name is sent what the
+// client counts from then on, neither what the deleted one counted and had
+// not yet sent, nor less what it sent (which went negative).
+func (f *statsFlusher) forget(topic string, then TopicMetrics) {
 	f.mu.Lock()
-	f.deleted = append(f.deleted, topic)
+	if f.deleted == nil {
+		f.deleted = make(map[string]TopicMetrics)
+	}
+	f.deleted[topic] = then
 	f.mu.Unlock()
 }
 

@@ -3,6 +3,7 @@ package rmq
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -118,10 +119,10 @@ func encodeTopic(t Topic) string {
 func decodeTopic(name, def string) (Topic, error) {
 	t := Topic{Name: name}
 	if err := json.Unmarshal([]byte(def), &t); err != nil {
-		return Topic{}, fmt.Errorf("rmq: topic %q: stored definition %q: %w", name, def, err)
+		return Topic{}, fmt.Errorf("%w: topic %q: stored definition %q: %w", ErrUnreadableTopic, name, def, err)
 	}
 	if err := t.Validate(); err != nil {
-		return Topic{}, fmt.Errorf("rmq: topic %q: stored definition %q: %w", name, def, err)
+		return Topic{}, fmt.Errorf("%w: topic %q: stored definition %q: %w", ErrUnreadableTopic, name, def, err)
 	}
 	return t, nil
 }
@@ -135,11 +136,15 @@ type topicInfo struct {
 }
 
 // topicCache remembers topics known to be defined. Definitions never change
-// (a deleted topic is dropped from the cache of the client that deleted it),
-// so an entry never goes stale while its topic lives.
+// while a topic lives; a topic deleted and defined again under its name may
+// have another (this client learns it when it defines the topic, deletes
+// it, or after DeleteTopic dropped it, looks it up again). A topic's
+// metrics outlive its entries: they count since New, whatever became of the
+// definition.
 type topicCache struct {
-	mu     sync.RWMutex
-	byName map[string]*topicInfo
+	mu      sync.RWMutex
+	byName  map[string]*topicInfo
+	metrics map[string]*topicMetrics
 }
 
 func (c *topicCache) get(name string) *topicInfo {
@@ -154,16 +159,24 @@ func (c *topicCache) drop(name string) {
 	delete(c.byName, name)
 }
 
+// put returns the entry of t: the cached one if it agrees with t, else a
+// new one in its place.
 func (c *topicCache) put(keys rdb.Keyspace, t Topic) *topicInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ti := c.byName[t.Name]; ti != nil {
+	if ti := c.byName[t.Name]; ti != nil && ti.Topic == t {
 		return ti
 	}
 	if c.byName == nil {
 		c.byName = make(map[string]*topicInfo)
+		c.metrics = make(map[string]*topicMetrics)
 	}
-	ti := &topicInfo{Topic: t, slots: keys.Slots(t.Name, t.SlotAmount), wake: keys.WakeChannel(t.Name), metrics: newTopicMetrics()}
+	m := c.metrics[t.Name]
+	if m == nil {
+		m = newTopicMetrics()
+		c.metrics[t.Name] = m
+	}
+	ti := &topicInfo{Topic: t, slots: keys.Slots(t.Name, t.SlotAmount), wake: keys.WakeChannel(t.Name), metrics: m}
 	c.byName[t.Name] = ti
 	return ti
 }
@@ -175,6 +188,9 @@ func (c *topicCache) put(keys rdb.Keyspace, t Topic) *topicInfo {
 func (c *Client) DefineTopic(ctx context.Context, t Topic) error {
 	if ctx == nil {
 		return ErrNilContext
+	}
+	if err := c.checkOpen(); err != nil {
+		return err
 	}
 	if err := t.Validate(); err != nil {
 		return err
@@ -208,6 +224,11 @@ func (c *Client) lookupTopic(ctx context.Context, name string) (*topicInfo, erro
 	if ti := c.topics.get(name); ti != nil {
 		return ti, nil
 	}
+	return c.loadTopic(ctx, name)
+}
+
+// loadTopic returns a defined topic as Redis holds it now, and caches it.
+func (c *Client) loadTopic(ctx context.Context, name string) (*topicInfo, error) {
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrInvalidTopic, name, err)
 	}
@@ -225,7 +246,10 @@ func (c *Client) lookupTopic(ctx context.Context, name string) (*topicInfo, erro
 	return c.topics.put(c.keys, t), nil
 }
 
-// Topics returns every topic defined in the client's namespace, by name.
+// Topics returns every topic defined in the client's namespace, by name. A
+// definition it cannot read (ErrUnreadableTopic: written by a newer version,
+// or damaged) is left out, and the error names it: the topics it could read
+// are returned with that error, so a caller may show them and the error.
 func (c *Client) Topics(ctx context.Context) ([]Topic, error) {
 	if ctx == nil {
 		return nil, ErrNilContext
@@ -235,13 +259,16 @@ func (c *Client) Topics(ctx context.Context) ([]Topic, error) {
 		return nil, fmt.Errorf("rmq: load topics: %w", err)
 	}
 	out := make([]Topic, 0, len(defs))
+	var unreadable []error
 	for name, def := range defs {
 		t, err := decodeTopic(name, def)
 		if err != nil {
-			return nil, err
+			unreadable = append(unreadable, err)
+			continue
 		}
 		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b Topic) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	slices.SortFunc(unreadable, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return out, errors.Join(unreadable...)
 }

@@ -197,3 +197,14 @@ func (cm *callMetrics) recordCall(m *Message, start, end time.Time, o callOutcom
 
 // recordRestored counts n popped messages handed back unstarted.
 func (cm *callMetrics) recordRestored(n int64) { cm.restored.Add(n) }
+
+// topicMetricsOf returns TopicMetrics' entry of topic (only its name when it
+// has none).
+func (c *Client) topicMetricsOf(topic string) TopicMetrics {
+	for _, m := range c.TopicMetrics() {
+		if m.Topic == topic {
+			return m
+		}
+	}
+	return TopicMetrics{Topic: topic}
+}

@@ -2,6 +2,7 @@ package rmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -87,6 +88,9 @@ func (c *Client) countOwned(ctx context.Context, members []coordinator.RedisMemb
 	}
 	for name := range topics {
 		slots, err := c.Owners(ctx, name)
+		if errors.Is(err, ErrUnknownTopic) {
+			continue // deleted while a member that died still lists it
+		}
 		if err != nil {
 			return err
 		}
