@@ -38,6 +38,10 @@ func (s *server) act(w http.ResponseWriter, r *http.Request, action string) {
 		return
 	}
 	topic := r.PostFormValue("t")
+	if status, msg := s.defined(r, topic); status != 0 {
+		s.fail(w, r, status, msg)
+		return
+	}
 	n, err := s.run(r, action, topic)
 	var bad *badInput
 	switch {
@@ -63,6 +67,22 @@ func (s *server) act(w http.ResponseWriter, r *http.Request, action string) {
 	redirect(w, "topic?"+back.Encode(), http.StatusSeeOther)
 }
 
+// defined checks that topic is defined in Redis now, not only in the
+// client's cache of definitions (which keeps a topic another process
+// deleted): it returns 0, or the status and message to fail with.
+func (s *server) defined(r *http.Request, topic string) (int, string) {
+	topics, _, err := s.topics(r.Context())
+	if err != nil {
+		return http.StatusInternalServerError, s.readFailed("the topics", err)
+	}
+	for _, t := range topics {
+		if t.Name == topic {
+			return 0, ""
+		}
+	}
+	return http.StatusNotFound, fmt.Sprintf("no topic %q in namespace %q", topic, s.c.Namespace())
+}
+
 // badInput is a form the action cannot use.
 type badInput struct{ msg string }
 
@@ -81,6 +101,12 @@ func (s *server) run(r *http.Request, action, topic string) (int64, error) {
 				return 0, &badInput{"content is not URL-safe base64"}
 			}
 			contents = append(contents, c)
+		} else if sum := r.PostFormValue("sum"); sum != "" {
+			c, err := s.deadBySum(ctx, topic, -1, sum)
+			if c == nil || err != nil {
+				return 0, err
+			}
+			contents = append(contents, c)
 		}
 		return s.c.RequeueDead(ctx, topic, contents...)
 	case "purge":
@@ -96,6 +122,14 @@ func (s *server) run(r *http.Request, action, topic string) (int64, error) {
 		c, err := base64.RawURLEncoding.DecodeString(r.PostFormValue("content"))
 		if err != nil {
 			return 0, &badInput{"content is not URL-safe base64"}
+		}
+		if sum := r.PostFormValue("sum"); len(c) == 0 && sum != "" {
+			if c, err = s.deadBySum(ctx, topic, slot, sum); c == nil || err != nil {
+				return 0, err
+			}
+		}
+		if len(c) == 0 {
+			return 0, &badInput{"the content of the dead message to delete is missing"}
 		}
 		ok, err := s.c.DeleteDead(ctx, topic, slot, c)
 		return boolCount(ok), err

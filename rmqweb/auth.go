@@ -20,7 +20,8 @@ func (s *server) authorized(r *http.Request) bool {
 	if s.opts.BearerToken == "" {
 		return true
 	}
-	if auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+	// The scheme is case-insensitive (RFC 7235).
+	if scheme, auth, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(auth)), []byte(s.opts.BearerToken)) == 1
 	}
 	c, err := r.Cookie(sessionCookie)
@@ -42,6 +43,9 @@ func (s *server) sign(purpose, value string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// maxLoginBytes bounds the login form, which anyone may send.
+const maxLoginBytes = 64 << 10
+
 // loginPage is the login form.
 type loginPage struct {
 	page
@@ -61,7 +65,12 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		redirect(w, "./", http.StatusSeeOther)
 		return
 	}
-	token := r.PostFormValue("token")
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBytes)
+	if err := r.ParseForm(); err != nil { // a URL-encoded form only: no multipart body is read
+		s.askLogin(w, r, http.StatusBadRequest, "That form is not the login form.")
+		return
+	}
+	token := r.PostForm.Get("token")
 	if subtle.ConstantTimeCompare([]byte(token), []byte(s.opts.BearerToken)) != 1 {
 		s.log.Warn("rmqweb: a login failed", "remote", r.RemoteAddr)
 		s.askLogin(w, r, http.StatusUnauthorized, "That token is not the dashboard's.")

@@ -24,6 +24,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -216,4 +217,15 @@ type errorPage struct {
 func (s *server) readFailed(what string, err error) string {
 	s.log.Warn("rmqweb: reading "+what+" failed", "err", err)
 	return "Reading " + what + " failed: " + err.Error()
+}
+
+// topics returns the namespace's topics that this version can read, and a
+// message for the definitions it cannot (rmq.ErrUnreadableTopic): those are
+// left out, not a failure of every page.
+func (s *server) topics(ctx context.Context) ([]rmq.Topic, []string, error) {
+	topics, err := s.c.Topics(ctx)
+	if errors.Is(err, rmq.ErrUnreadableTopic) {
+		return topics, []string{s.readFailed("some topic definitions", err)}, nil
+	}
+	return topics, nil, err
 }

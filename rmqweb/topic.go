@@ -36,6 +36,8 @@ type topicPage struct {
 	Slot    int
 	NextDue []pendingRow
 	Dead    []deadRow
+	// NextDueErr and DeadErr are true when those lists could not be read.
+	NextDueErr, DeadErr bool
 	// DeadMore is true when the topic has more dead messages than listed.
 	DeadMore bool
 }
@@ -60,13 +62,14 @@ type pendingRow struct {
 	Retrying    bool
 }
 
-// deadRow is a dead message; Raw is its content in URL-safe base64, for the
-// forms that act on it.
+// deadRow is a dead message; for the forms that act on it, Raw is its
+// content in URL-safe base64, or Sum its SHA-256 when the content is larger
+// than maxRawContent.
 type deadRow struct {
-	Slot    int
-	Content string
-	Raw     string
-	Died    time.Time
+	Slot     int
+	Content  string
+	Raw, Sum string
+	Died     time.Time
 }
 
 // topicPage serves a topic's page: ?t=NAME[&slot=N][&from=N].
@@ -75,7 +78,7 @@ func (s *server) topicPage(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("t")
 	p := topicPage{page: s.page(w, r, "")}
 	p.Notice = notice(r)
-	topics, err := s.c.Topics(ctx)
+	topics, _, err := s.topics(ctx)
 	if err != nil {
 		p.Errors = append(p.Errors, s.readFailed("the topics", err))
 		s.render(w, r, http.StatusInternalServerError, "error", errorPage{page: p.page, Status: 500, StatusText: "Redis error"})
@@ -101,6 +104,7 @@ func (s *server) topicPage(w http.ResponseWriter, r *http.Request) {
 	p.Errors = append(p.Errors, errs...)
 	p.fillSlots(s, r, *topic)
 	if next, err := s.c.NextDue(ctx, name, p.Slot, nextDueShown); err != nil {
+		p.NextDueErr = true
 		p.Errors = append(p.Errors, s.readFailed(fmt.Sprintf("the next messages of slot %d", p.Slot), err))
 	} else {
 		for _, m := range next {
@@ -109,11 +113,17 @@ func (s *server) topicPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if dead, err := s.c.DeadMessages(ctx, name, deadShown); err != nil {
+		p.DeadErr = true
 		p.Errors = append(p.Errors, s.readFailed("the dead messages", err))
 	} else {
 		for _, d := range dead {
-			p.Dead = append(p.Dead, deadRow{Slot: d.Slot, Content: printable(d.Content),
-				Raw: base64.RawURLEncoding.EncodeToString(d.Content), Died: d.Died})
+			row := deadRow{Slot: d.Slot, Content: printable(d.Content), Died: d.Died}
+			if len(d.Content) > maxRawContent {
+				row.Sum = contentSum(d.Content)
+			} else {
+				row.Raw = base64.RawURLEncoding.EncodeToString(d.Content)
+			}
+			p.Dead = append(p.Dead, row)
 		}
 		p.DeadMore = int64(len(dead)) < p.Summary.Backlog.Dead
 	}
@@ -132,6 +142,11 @@ func (p *topicPage) fillSlots(s *server, r *http.Request, t rmq.Topic) {
 		}
 	}
 	p.Heat = newHeatStrip(waiting)
+	if p.Summary.BacklogErr != "" {
+		for i := range p.Heat.Cells {
+			p.Heat.Cells[i].Title = "backlog unreadable"
+		}
+	}
 	p.Slot = 0
 	for i, n := range waiting {
 		if n > waiting[p.Slot] {

@@ -74,12 +74,13 @@ func (s *server) topicsPage(w http.ResponseWriter, r *http.Request) {
 	p := topicsPage{page: s.page(w, r, "topics")}
 	p.Notice = notice(r)
 	ctx := r.Context()
-	topics, err := s.c.Topics(ctx)
+	topics, unreadable, err := s.topics(ctx)
 	if err != nil {
 		p.Errors = append(p.Errors, s.readFailed("the topics", err))
 		s.render(w, r, http.StatusInternalServerError, "topics", p)
 		return
 	}
+	p.Errors = append(p.Errors, unreadable...)
 	flows, flowErr := s.flows(ctx)
 	if flowErr != "" {
 		p.Errors = append(p.Errors, flowErr)
