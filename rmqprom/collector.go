@@ -4,12 +4,14 @@
 //
 // Counters and histograms are this process's (Client.TopicMetrics), as
 // Prometheus expects one series per instance: sum them across instances in
-// PromQL. Backlog, pause and rate limit gauges are the namespace's, read
-// from Redis for every topic of the namespace (Client.Topics,
-// Client.FlowControls, and Client.Backlog: O(slots) per topic) within a time
-// limit, and cached: however often it is scraped, a collector reads Redis at
-// most once a second. A topic whose backlog cannot be read in time is logged
-// and left out of that scrape.
+// PromQL. A topic the client knows only because the collector read its
+// backlog has none of them until the process sends to it or consumes it.
+// Backlog, pause and rate limit gauges are the namespace's, read from Redis
+// for every topic of the namespace (Client.Topics, Client.FlowControls, and
+// Client.Backlog: O(slots) per topic) within a time limit, and cached:
+// however often it is scraped, a collector reads Redis at most once a
+// second. A topic whose backlog cannot be read in time is logged and left
+// out of that scrape; the next read starts with it.
 //
 // It lives in a module of its own so that importing RMQ never links the
 // Prometheus client. To tell several clients' namespaces apart, register
@@ -39,8 +41,10 @@ type Collector struct {
 	log     *slog.Logger
 	d       descs
 
-	mu   sync.Mutex
-	last *namespaceRead // the latest read of the namespace from Redis
+	mu       sync.Mutex
+	last     *namespaceRead  // the latest read of the namespace from Redis
+	readOnly map[string]bool // topics the client knows only through this collector's reads (readonlytopics.go)
+	resume   string          // the topic the last read ran out of time at, where the next starts (resume.go)
 }
 
 // Option configures a Collector.
@@ -87,7 +91,9 @@ func (col *Collector) Describe(ch chan<- *prometheus.Desc) {
 // histograms, then the namespace's backlog gauges.
 func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range col.c.TopicMetrics() {
-		col.collectTopic(ch, m)
+		if !col.onlyRead(m) {
+			col.collectTopic(ch, m)
+		}
 	}
 	col.collectClient(ch)
 	col.collectBacklogs(ch)
@@ -155,7 +161,8 @@ func constHistogram(desc *prometheus.Desc, h rmq.Histogram, labels ...string) pr
 // collectBacklogs sends the gauges read from Redis (backlogs, pause, rate
 // limit) for every topic of the namespace, from the read currentRead picks:
 // it waits for that read until the read's deadline, and then sends what it
-// got so far.
+// got so far. A scrape that gets a read cut short by its deadline logs it,
+// whether it waited for that read or was served from it later.
 func (col *Collector) collectBacklogs(ch chan<- prometheus.Metric) {
 	r := col.currentRead(time.Now())
 	if r == nil {
@@ -164,9 +171,13 @@ func (col *Collector) collectBacklogs(ch chan<- prometheus.Metric) {
 	}
 	timer := time.NewTimer(time.Until(r.deadline))
 	defer timer.Stop()
+	late := false
 	select {
 	case <-r.done:
 	case <-timer.C:
+		late = true
+	}
+	if late || r.wasCut() {
 		col.log.Warn("rmqprom: reading backlogs took longer than the timeout; the rest are left out of this scrape", "timeout", col.timeout)
 	}
 	d := &col.d

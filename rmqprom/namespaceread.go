@@ -2,6 +2,7 @@ package rmqprom
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -30,6 +31,21 @@ type namespaceRead struct {
 	mu     sync.Mutex
 	states []topicState // read so far
 	ended  time.Time    // when it ended; zero while it runs
+	cut    bool         // it ran out of time before reading every topic
+}
+
+// cutShort records that r ran out of time before reading every topic.
+func (r *namespaceRead) cutShort() {
+	r.mu.Lock()
+	r.cut = true
+	r.mu.Unlock()
+}
+
+// wasCut reports whether r ran out of time before reading every topic.
+func (r *namespaceRead) wasCut() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cut
 }
 
 // add appends one topic's state.
@@ -101,23 +117,36 @@ func (col *Collector) read(r *namespaceRead) {
 		close(r.done)
 	}()
 	topics, err := col.c.Topics(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, rmq.ErrUnreadableTopic):
+		col.log.Warn("rmqprom: topics whose definitions cannot be read are left out", "err", err)
+	case err != nil:
 		col.log.Warn("rmqprom: listing topics failed; no backlog gauges in this scrape", "err", err)
 		return
 	}
+	known := make(map[string]bool)
+	for _, m := range col.c.TopicMetrics() {
+		known[m.Topic] = true
+	}
+	col.markReadOnly(topics, known)
 	flows, ferr := col.c.FlowControls(ctx)
 	if ferr != nil && ctx.Err() == nil {
 		col.log.Warn("rmqprom: reading flow control failed; no pause or rate limit gauges in this scrape", "err", ferr)
 	}
-	for _, t := range topics {
+	start := col.resumeAt(topics)
+	for i := range topics {
+		t := topics[(start+i)%len(topics)]
 		b, err := col.c.Backlog(ctx, t.Name)
 		if err != nil {
 			if ctx.Err() != nil {
-				return // the scrape has logged the timeout
+				col.stoppedAt(t.Name) // the next read starts there
+				r.cutShort()          // every scrape it serves logs it
+				return
 			}
 			col.log.Warn("rmqprom: reading a backlog failed; its gauges are left out of this scrape", "topic", t.Name, "err", err)
 			continue
 		}
 		r.add(topicState{backlog: b, flow: flows[t.Name], flowKnown: ferr == nil})
 	}
+	col.stoppedAt("")
 }
