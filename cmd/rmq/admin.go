@@ -24,10 +24,10 @@ func setupTopics(fs *flag.FlagSet) runFunc {
 		}
 		defer done()
 		topics, err := c.Topics(ctx)
-		if err != nil {
+		if err != nil && !errors.Is(err, rmq.ErrUnreadableTopic) {
 			return err
 		}
-		if len(topics) == 0 {
+		if len(topics) == 0 && err == nil {
 			e.out.printf("no topics in namespace %q\n", c.Namespace())
 			return nil
 		}
@@ -36,7 +36,7 @@ func setupTopics(fs *flag.FlagSet) runFunc {
 			rows[i] = []string{t.Name, t.Type.String(), itoa(int64(t.SlotAmount))}
 		}
 		e.out.table([]string{"NAME", "TYPE", "SLOTS"}, rows)
-		return nil
+		return err // the topics it could read are listed; the error names the others
 	}
 }
 
@@ -126,7 +126,7 @@ func setupPurge(fs *flag.FlagSet) runFunc {
 			}
 			fmt.Fprintf(e.stderr, "Delete %s of topic %s in namespace %s? [y/N] ",
 				plural(st.Dead, "dead message"), topic, c.Namespace())
-			if !confirmed(e) {
+			if !confirmed(ctx, e) {
 				return errors.New("purge cancelled; nothing deleted")
 			}
 		}
@@ -141,13 +141,29 @@ func setupPurge(fs *flag.FlagSet) runFunc {
 	})
 }
 
-// confirmed reads one line from stdin and reports whether it says yes.
-func confirmed(e *env) bool {
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
-	if err != nil {
+// confirmed reads one line from stdin and reports whether it says yes; if
+// ctx ends first (Ctrl-C at the prompt), it says no at once. The read goes
+// on in the background then, until stdin ends or the process exits.
+func confirmed(ctx context.Context, e *env) bool {
+	type answer struct {
+		line string
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(e.stdin).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case a = <-got:
+	case <-ctx.Done():
+		a.err = ctx.Err()
+	}
+	if a.err != nil {
 		fmt.Fprintln(e.stderr) // end the prompt's line
 	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
+	switch strings.ToLower(strings.TrimSpace(a.line)) {
 	case "y", "yes":
 		return true
 	}
@@ -155,7 +171,7 @@ func confirmed(e *env) bool {
 }
 
 // topicArg returns the TOPIC argument; more arguments are allowed only when
-// more is true.
+// more is true. A name no topic can have is bad usage.
 func topicArg(args []string, more bool) (string, error) {
 	switch {
 	case len(args) == 0:
@@ -163,5 +179,5 @@ func topicArg(args []string, more bool) (string, error) {
 	case len(args) > 1 && !more:
 		return "", usagef("unexpected argument %q after TOPIC", args[1])
 	}
-	return args[0], nil
+	return args[0], checkTopic(args[0])
 }

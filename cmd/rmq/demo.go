@@ -171,9 +171,9 @@ func report(ctx context.Context, p *printer, c *rmq.Client) error {
 	return nil
 }
 
-// cleanup empties the dead sets of the demo namespace on a real Redis and
-// says what stays: the topic definitions, and any message left pending when
-// the scenario did not complete.
+// cleanup deletes the topics of the demo namespace on a real Redis, with
+// their messages: the dead one, and any left pending when the scenario did
+// not complete. The namespace is the demo's own, fresh for this run.
 func cleanup(p *printer, r redis.UniversalClient, ns string) error {
 	c, err := rmq.New(r, rmq.WithNamespace(ns))
 	if err != nil {
@@ -182,23 +182,21 @@ func cleanup(p *printer, r redis.UniversalClient, ns string) error {
 	defer c.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var purged, left int64
+	var dead, left int64
 	for _, t := range demoTopics {
-		n, err := c.PurgeDead(ctx, t.Name)
-		if err != nil {
-			return fmt.Errorf("cleanup: %w", err)
-		}
-		purged += n
 		st, err := c.Stats(ctx, t.Name)
 		if err != nil {
 			return fmt.Errorf("cleanup: %w", err)
 		}
-		left += st.Store + st.Prepare
+		dead, left = dead+st.Dead, left+st.Store+st.Retry+st.Prepare
+		if err := c.DeleteTopic(ctx, t.Name, rmq.Force()); err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
 	}
-	p.printf("\ncleanup: purged %s of namespace %s; its topic definitions stay in Redis (RMQ has no call to delete a topic)\n",
-		plural(purged, "dead message"), ns)
+	p.printf("\ncleanup: purged %s of namespace %s and deleted its %s\n",
+		plural(dead, "dead message"), ns, plural(int64(len(demoTopics)), "topic"))
 	if left > 0 {
-		p.printf("cleanup: %s of namespace %s stay pending\n", plural(left, "message"), ns)
+		p.printf("cleanup: deleted %s of namespace %s left pending\n", plural(left, "message"), ns)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -42,6 +43,9 @@ func setupLimit(fs *flag.FlagSet) runFunc {
 		if len(args) != 2 {
 			return usagef("want TOPIC and RATE[/BURST] (RATE 0 or \"off\": unlimited)")
 		}
+		if err := checkTopic(args[0]); err != nil {
+			return err
+		}
 		limit, err := parseLimit(args[1])
 		if err != nil {
 			return err
@@ -59,10 +63,16 @@ func setupLimit(fs *flag.FlagSet) runFunc {
 	}
 }
 
-// parseLimit reads RATE[/BURST]; the burst defaults to the rate (at least 1),
-// and 0 or "off" means unlimited. A limit that SetRateLimit would refuse (a
-// negative rate, a zero burst with a rate) is refused here, before anything
-// connects to Redis, as a usage error carrying ErrInvalidRateLimit's message.
+// maxDefaultBurst caps the burst a rate gives by default: past it, the rate
+// would not fit an int (1e19) or the limiter's float counting of tokens.
+const maxDefaultBurst = 1 << 53
+
+// parseLimit reads RATE[/BURST]; the burst defaults to the rate (at least 1,
+// at most maxDefaultBurst), and 0 or "off" means unlimited. A limit that
+// SetRateLimit would refuse (a negative rate, a zero burst with a rate) is
+// refused here, before anything connects to Redis, as a usage error carrying
+// ErrInvalidRateLimit's message; so is a rate too small for a float64, which
+// would read as 0 (unlimited).
 func parseLimit(s string) (rmq.RateLimit, error) {
 	if s == "off" || s == "0" {
 		return rmq.RateLimit{}, nil
@@ -72,10 +82,13 @@ func parseLimit(s string) (rmq.RateLimit, error) {
 	if err != nil {
 		return rmq.RateLimit{}, usagef("rate %q is not a number", rate)
 	}
+	if r == 0 && underflows(rate) {
+		return rmq.RateLimit{}, usagef("rate %q is too small to be told from 0 (unlimited)", rate)
+	}
 	if r == 0 && !hasBurst {
 		return rmq.RateLimit{}, nil // "0.0" as "0"
 	}
-	l := rmq.RateLimit{PerSecond: r, Burst: max(1, int(r))}
+	l := rmq.RateLimit{PerSecond: r, Burst: int(min(max(1, r), maxDefaultBurst))}
 	if hasBurst {
 		if l.Burst, err = strconv.Atoi(burst); err != nil {
 			return rmq.RateLimit{}, usagef("burst %q is not a whole number", burst)
@@ -85,6 +98,13 @@ func parseLimit(s string) (rmq.RateLimit, error) {
 		return rmq.RateLimit{}, limitError(err)
 	}
 	return l, nil
+}
+
+// underflows reports whether the number s, which reads as 0 in a float64,
+// is not 0 ("1e-400").
+func underflows(s string) bool {
+	f, _, err := big.ParseFloat(s, 0, 64, big.ToNearestEven)
+	return err == nil && f.Sign() != 0
 }
 
 // limitError turns ErrInvalidRateLimit into a usage error (exit 2) with its
@@ -113,7 +133,7 @@ func setupDelete(fs *flag.FlagSet) runFunc {
 				what = fmt.Sprintf("it holds %s", plural(n, "message"))
 			}
 			fmt.Fprintf(e.stderr, "Delete topic %s of namespace %s (%s)? [y/N] ", topic, c.Namespace(), what)
-			if !confirmed(e) {
+			if !confirmed(ctx, e) {
 				return errors.New("delete cancelled; nothing deleted")
 			}
 		}

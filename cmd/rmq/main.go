@@ -21,7 +21,7 @@
 // short scenario with one topic of each type (merging, priorities, a fixed
 // delivery time, retries and the dead set), prints what happens as it
 // happens, and exits. With -redis it runs against a real Redis or Redis
-// Cluster in a fresh namespace.
+// Cluster in a fresh namespace, whose topics it deletes at the end.
 //
 // The other subcommands inspect and repair the topics of one namespace of a
 // real Redis (default 127.0.0.1:6379, namespace "rmq"). Several -redis

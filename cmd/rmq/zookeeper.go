@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -33,8 +34,12 @@ func addZKFlags(fs *flag.FlagSet) *zkFlags {
 	return f
 }
 
-// connect returns the coordinator for admin reads; the caller closes it.
-func (f *zkFlags) connect() (*zookeeper.Coordinator, error) {
+// connect returns the coordinator for admin reads of namespace; the caller
+// closes it.
+func (f *zkFlags) connect(namespace string) (*zookeeper.Coordinator, error) {
+	if err := checkNamespace(namespace); err != nil {
+		return nil, err
+	}
 	cfg := zookeeper.Config{Root: f.root, SessionTimeout: 10 * time.Second}
 	for s := range strings.SplitSeq(f.servers, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -57,9 +62,18 @@ func zkContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 15*time.Second)
 }
 
+// unanswered names the ensemble in err when ZooKeeper did not answer in
+// time (the error is the context's alone), as the Redis check names Redis.
+func (f *zkFlags) unanswered(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("zookeeper %s: %w", f.servers, err)
+	}
+	return err
+}
+
 // zkWorkers prints the live workers of namespace in ZooKeeper.
 func zkWorkers(ctx context.Context, e *env, zf *zkFlags, namespace string) error {
-	z, err := zf.connect()
+	z, err := zf.connect(namespace)
 	if err != nil {
 		return err
 	}
@@ -68,7 +82,7 @@ func zkWorkers(ctx context.Context, e *env, zf *zkFlags, namespace string) error
 	defer cancel()
 	ws, err := z.Workers(ctx, namespace)
 	if err != nil {
-		return err
+		return zf.unanswered(err)
 	}
 	if len(ws) == 0 {
 		e.out.printf("no live workers of the ZooKeeper coordinator in namespace %q\n", namespace)
@@ -114,7 +128,7 @@ func topicThreads(m map[string]int) string {
 
 // zkAssignment prints which worker thread owns each slot of topic in ZooKeeper.
 func zkAssignment(ctx context.Context, e *env, zf *zkFlags, namespace, topic string) error {
-	z, err := zf.connect()
+	z, err := zf.connect(namespace)
 	if err != nil {
 		return err
 	}
@@ -123,7 +137,7 @@ func zkAssignment(ctx context.Context, e *env, zf *zkFlags, namespace, topic str
 	defer cancel()
 	gen, slots, err := z.Assignment(ctx, namespace, topic)
 	if err != nil {
-		return err
+		return zf.unanswered(err)
 	}
 	if len(slots) == 0 {
 		e.out.printf("no assignment for topic %q in namespace %q (no worker subscribed yet)\n", topic, namespace)
