@@ -62,13 +62,6 @@ func validOf(h *holder) []int {
 	return out
 }
 
-func holdsValid(h *holder, slot int) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	l := h.held[slot]
-	return l != nil && l.Valid()
-}
-
 // A worker whose read of the election failed reads it again at its next
 // pass: one that missed the moment its leader left still learns that it
 // leads, and reassigns the old leader's slots. (The election's version was

@@ -151,7 +151,7 @@ func boundedFollowsWaitTogether(t *testing.T, cl *testenv.PrivateCluster) {
 	}
 	p.Cut()
 	var gate masterGate
-	exec := func() (*RoutedPipeline, []redis.Pipeliner, error, time.Duration) {
+	exec := func() (*RoutedPipeline, []redis.Pipeliner, time.Duration, error) {
 		rp := NewRoutedPipeline(client).Bounded(&gate)
 		var on []redis.Pipeliner
 		for _, k := range keys {
@@ -161,23 +161,23 @@ func boundedFollowsWaitTogether(t *testing.T, cl *testenv.PrivateCluster) {
 		}
 		start := time.Now()
 		err := rp.Exec(ctx)
-		return rp, on, err, time.Since(start)
+		return rp, on, time.Since(start), err
 	}
-	rp, on, err, took := exec()
+	rp, on, took, err := exec()
 	t.Logf("three follows to a cut master: %v", took)
 	assert.ErrorIs(t, err, ErrUnanswered)
 	assert.Less(t, took, 2*MasterWait+500*time.Millisecond, "the follows waited for the cut master in turn")
 	assert.False(t, rp.Answered(on[0]), "a follow left running fills its command")
 	assert.True(t, gate.busy(to.Addr))
 
-	_, _, err, took = exec()
+	_, _, took, err = exec()
 	assert.ErrorIs(t, err, ErrUnanswered)
 	assert.Less(t, took, MasterWait, "follows sent into the cut while the first are out")
 
 	require.Eventually(t, func() bool { return !gate.busy(to.Addr) }, 5*time.Second, 10*time.Millisecond, "the follows left running never ended")
 	p.Heal()
 	require.Eventually(t, func() bool {
-		rp, on, err, _ = exec()
+		rp, on, _, err = exec()
 		return err == nil
 	}, 10*time.Second, 50*time.Millisecond, "the healed master never answered")
 	assert.True(t, rp.Answered(on[0]))
