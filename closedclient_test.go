@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -101,4 +102,20 @@ func TestClosedClientWritesNothing(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, fc, "a closed client changed the flow controls")
 	})
+}
+
+// After Close, and after the caller closed its Redis client as Close's doc
+// says it may, Subscribe of a topic the client never looked up fails with
+// ErrClosed (not the Redis client's error from a read it had no need for).
+func TestSubscribeAfterCloseReadsNothing(t *testing.T) {
+	b := testenv.Single(t)
+	ctx := context.Background()
+	r := redis.NewClient(&redis.Options{Addr: b.Redis.(*redis.Client).Options().Addr})
+	admin := newClient(t, b)
+	define(t, admin, "t", 1, rmq.Priority)
+	c, err := rmq.New(r, rmq.WithNamespace(admin.Namespace()))
+	require.NoError(t, err)
+	require.NoError(t, c.Close(ctx))
+	require.NoError(t, r.Close())
+	assert.ErrorIs(t, c.Subscribe("t", newRecorder()), rmq.ErrClosed)
 }

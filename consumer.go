@@ -83,6 +83,15 @@ func (c *Client) Subscribe(topic string, listener MessageListener, opts ...Subsc
 	if len(sc.errs) > 0 {
 		return fmt.Errorf("subscribe %q: %w", topic, sc.errs[0])
 	}
+	c.mu.Lock()
+	state := c.state
+	c.mu.Unlock()
+	switch state {
+	case stateStopped, stateClosed:
+		return ErrClosed // before any Redis read: the caller may have closed its Redis client
+	case stateStarted:
+		return fmt.Errorf("%w: subscribe %q", ErrStarted, topic)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	t, err := c.lookupTopic(ctx, topic)
