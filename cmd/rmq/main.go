@@ -67,10 +67,20 @@ import (
 // an unreachable Redis themselves.
 func main() {
 	redislog.Install()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// signalContext returns a context that SIGINT or SIGTERM ends. The first
+// signal ends the command gracefully (rmq web's shutdown, the demo's Close);
+// from then on the signals' default is back, so a second Ctrl-C ends the
+// process at once.
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
 }
 
 // Exit codes.
