@@ -85,6 +85,7 @@ func printDead(p *printer, dead []rmq.DeadMessage) {
 // setupRequeue defines "rmq requeue TOPIC [CONTENT…]".
 func setupRequeue(fs *flag.FlagSet) runFunc {
 	af := addAdminFlags(fs)
+	printed := fs.Bool("printed", false, "each CONTENT is written as \"rmq dead\" prints it: a Go-quoted string or hex:…")
 	return func(ctx context.Context, e *env, args []string) error {
 		topic, err := topicArg(args, true)
 		if err != nil {
@@ -92,7 +93,13 @@ func setupRequeue(fs *flag.FlagSet) runFunc {
 		}
 		var contents [][]byte
 		for _, a := range args[1:] {
-			contents = append(contents, []byte(a))
+			b := []byte(a)
+			if *printed {
+				if b, err = parseContent(a); err != nil {
+					return err
+				}
+			}
+			contents = append(contents, b)
 		}
 		c, done, err := af.connect(ctx)
 		if err != nil {

@@ -177,13 +177,17 @@ func TestAdmin(t *testing.T) {
 			out := admin(t, "", "stats", "renders")
 			wantLine(t, out, `^store\s+1\s`)
 			wantLine(t, out, `^dead\s+2\s`)
+			// A binary content, as "rmq dead" printed it.
+			wantLine(t, admin(t, "", "requeue", "-printed", "renders", "hex:ff0001"), `^requeued 1 dead message of topic renders$`)
+			wantLine(t, admin(t, "", "dead", "renders"), `^renders\s+\d\s+.*\s"poison-2"$`)
+			wantLine(t, admin(t, "", "stats", "renders"), `^dead\s+1\s`)
 
 			code, _, stderr := rmqCmd(t, "n\n", cmdline("purge", "renders")...)
 			assert.Equal(t, exitError, code, "purge answered no")
-			assert.Contains(t, stderr, "Delete 2 dead messages of topic renders in namespace "+ns+"? [y/N] ")
+			assert.Contains(t, stderr, "Delete 1 dead message of topic renders in namespace "+ns+"? [y/N] ")
 			assert.Contains(t, stderr, "rmq: purge cancelled; nothing deleted")
-			wantLine(t, admin(t, "", "stats", "renders"), `^dead\s+2\s`)
-			wantLine(t, admin(t, "y\n", "purge", "renders"), `^purged 2 dead messages of topic renders$`)
+			wantLine(t, admin(t, "", "stats", "renders"), `^dead\s+1\s`)
+			wantLine(t, admin(t, "y\n", "purge", "renders"), `^purged 1 dead message of topic renders$`)
 			wantLine(t, admin(t, "", "purge", "renders"), `^no dead messages in topic renders$`)
 
 			wantLine(t, admin(t, "", "purge", "jobs", "-yes"), `^purged 1 dead message of topic jobs$`)

@@ -69,6 +69,23 @@ func formatContent(b []byte) string {
 	return "hex:" + hex.EncodeToString(b)
 }
 
+// parseContent reads a content as formatContent prints it (requeue
+// -printed), so that a binary dead message can be requeued by what
+// "rmq dead" showed; anything else is bad usage.
+func parseContent(s string) ([]byte, error) {
+	if h, ok := strings.CutPrefix(s, "hex:"); ok {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) == 0 {
+			return nil, usagef("content %q: hex: must be followed by hex digits", s)
+		}
+		return b, nil
+	}
+	if q, err := strconv.Unquote(s); err == nil && strings.HasPrefix(s, `"`) {
+		return []byte(q), nil
+	}
+	return nil, usagef("content %q is neither a quoted string nor hex:… (as \"rmq dead\" prints them)", s)
+}
+
 // isPrintable reports whether every rune of s is printable, a space, a tab
 // or a line break.
 func isPrintable(s string) bool {

@@ -24,6 +24,13 @@ func TestFormatContent(t *testing.T) {
 		{[]byte("\x1b[31mred"), "hex:1b5b33316d726564"}, // a terminal escape is not printed as is
 	} {
 		assert.Equal(t, tc.want, formatContent(tc.in), "%q", tc.in)
+		back, err := parseContent(tc.want)
+		require.NoError(t, err, "requeue -printed reads %s", tc.want)
+		assert.Equal(t, tc.in, back, "requeue -printed reads %s back", tc.want)
+	}
+	for _, bad := range []string{"sku:42", "hex:", "hex:zz", `"unterminated`} {
+		_, err := parseContent(bad)
+		assert.Error(t, err, "%s", bad)
 	}
 }
 
