@@ -51,7 +51,7 @@ func TestRedisRunsSharingAWorkerIDAreTwoMembers(t *testing.T) {
 
 	firstID, secondID := joinedID(t, first), joinedID(t, second)
 	assert.NotEqual(t, firstID, secondID)
-	format := regexp.MustCompile(`^w\.[0-9a-f]{6}\.1$`)
+	format := regexp.MustCompile(`^w\.[0-9a-f]{12}\.1$`)
 	assert.Regexp(t, format, firstID)
 	assert.Regexp(t, format, secondID)
 }

@@ -31,7 +31,7 @@ type RedisConfig struct {
 	// Default 10s; range 500ms..5m.
 	LeaseTTL time.Duration
 	// WorkerID names this process among the workers. Each Run registers as
-	// "<WorkerID>.<random>.<n>": 6 random hex digits drawn for the Run, so
+	// "<WorkerID>.<random>.<n>": 12 random hex digits drawn for the Run, so
 	// that Runs sharing a WorkerID (a restarted process whose predecessor
 	// still runs, two clients sharing one Redis coordinator) are distinct
 	// members, and n counting its joins (a rejoin after the membership
@@ -125,9 +125,10 @@ func checkWorkerID(id string) error {
 	return nil
 }
 
-// randomSuffix returns 6 random hex digits.
+// randomSuffix returns 12 random hex digits: two live Runs sharing a
+// WorkerID draw the same once in about 2^48.
 func randomSuffix() string {
-	var b [3]byte
+	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
