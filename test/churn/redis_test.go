@@ -50,8 +50,8 @@ func (o redisObserver) coordinator() coordinator.Coordinator {
 }
 
 // process returns the churn worker id of a Redis coordinator member id
-// ("w3.1a2b3c.2": the second join of a Run of worker process w3, whose
-// random part is 1a2b3c).
+// ("w3.1a2b3c4d5e6f.2": the second join of a Run of worker process w3, whose
+// random part is 1a2b3c4d5e6f).
 func process(id string) string {
 	for range 2 {
 		if i := strings.LastIndexByte(id, '.'); i > 0 {
