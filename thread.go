@@ -59,6 +59,9 @@ type slotState struct {
 	parked   bool      // empty: looked at again on a wake-up or after the idle sweep (idleslots.go)
 	held     []heldMsg // popped ahead of their due time, in due order (lookahead.go)
 	moving   int       // pops refused in a row while its hash slot moves (nodebackoff.go)
+	// fenced: a cycle was refused, another owner holding the slot; pending
+	// holds restores alone from then on, sent without the fence (request).
+	fenced bool
 }
 
 func newThread(s *subscription, index int) *thread {
@@ -224,6 +227,31 @@ func (t *thread) release(hard context.Context, s *slotState) {
 	s.lease.Release()
 }
 
+// fence returns the fence of s's cycles: its lease's, or none once a cycle
+// of s was refused (fenced). Then s sends only restores, which any caller
+// may: a restore hands back a message never handed to a listener, and only
+// while its prepare entry is the one its pop wrote, so it touches no newer
+// copy and nothing another owner holds. Without them, what a fenced worker
+// had popped and not started would wait out the consume timeout and spend
+// a retry (the last one: dead, never processed).
+func (t *thread) fence(s *slotState) rdb.Fence {
+	if s.fenced {
+		return rdb.Fence{}
+	}
+	return fenceOf(s.lease)
+}
+
+// restoresOf returns the restores among outcomes, in place.
+func restoresOf(outcomes []rdb.Outcome) []rdb.Outcome {
+	kept := outcomes[:0]
+	for _, o := range outcomes {
+		if o.Action() == rdb.Restore {
+			kept = append(kept, o)
+		}
+	}
+	return kept
+}
+
 // fenceOf returns what the cycles of l show the slot's owner record.
 func fenceOf(l *coordinator.Lease) rdb.Fence {
 	if r := l.Record(); r != "" {
@@ -287,7 +315,7 @@ func (t *thread) request(s *slotState, max int) *rdb.CycleRequest {
 		KeepFirst: t.sub.topic.Type == RangeMerge,
 		Max:       max,
 		Timeout:   c.cfg.consumeTimeout,
-		Fence:     fenceOf(s.lease),
+		Fence:     t.fence(s),
 		Waits:     c.waits,
 		Outcomes:  s.pending,
 	}
@@ -350,8 +378,10 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 	if n := t.recovered(s); n > 0 {
 		c.cfg.logger.Info("rmq: redis reachable again", "topic", t.sub.topic.Name, "slot", s.lease.Slot(), "failures", n)
 	}
-	s.pending, s.lingering, s.moving = s.pending[:0], false, 0
 	if res.Refused {
+		// The refused pop settled nothing. What it carried back unstarted
+		// still goes back as it was, with the held messages (release).
+		s.pending, s.lingering, s.moving, s.fenced = restoresOf(s.pending), false, 0, true
 		c.counters.fenced.Add(1)
 		c.cfg.logger.Warn("rmq: slot is held by another owner; letting it go", "topic", t.sub.topic.Name,
 			"slot", s.lease.Slot(), "token", s.lease.Token(), "owner", res.Owner)
@@ -359,6 +389,7 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 		t.release(hard, s)
 		return
 	}
+	s.pending, s.lingering, s.moving = s.pending[:0], false, 0
 	if call.req.Ahead > 0 || len(s.held) > 0 {
 		t.afterAheadPop(hard, s, res, call.sent, now)
 		return

@@ -1,0 +1,56 @@
+package rmq_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/internal/rdb"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// A worker whose pop is refused (another owner's record on its slot) hands
+// the messages it popped ahead and had not started back as they were, not
+// through the consume timeout: they are delivered at their due times as
+// first deliveries, no retry spent.
+func TestRefusedPopHandsHeldMessagesBack(t *testing.T) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, rmq.WithIdlePoll(time.Minute))
+		define(t, c, "ahead", 1, rmq.FixedTime)
+		r := newRecorder()
+		require.NoError(t, c.Subscribe("ahead", r, rmq.WithLookahead(10*time.Second)))
+		run(t, c)
+		awaitHeld(t, c, "ahead", 1, 0)
+		now := time.Now().Truncate(time.Millisecond)
+		due := now.Add(4 * time.Second)
+		msgs := []rmq.OutgoingMessage{rmq.FixedTimeMessage{Topic: "ahead", Content: []byte("first"), FixedTime: now.Add(100 * time.Millisecond)}}
+		for i := range 5 {
+			msgs = append(msgs, rmq.FixedTimeMessage{Topic: "ahead", Content: fmt.Appendf(nil, "m%d", i), FixedTime: due})
+		}
+		require.NoError(t, c.Producer().SendBatch(ctx, msgs...))
+		r.waitCalls(t, 1, 5*time.Second)
+		eventually(t, 2*time.Second, "the rest held", func() bool { return stats(t, c, "ahead").Prepare == 5 })
+
+		// Another owner's record on the slot: the worker's next pop is refused.
+		owner := rdb.NewKeyspace(c.Namespace()).OwnerKeys("ahead", 1)[0]
+		require.NoError(t, b.Redis.Set(ctx, owner, "1:ghost", 0).Err())
+		require.NoError(t, c.Producer().Send(ctx, rmq.FixedTimeMessage{Topic: "ahead", Content: []byte("now"), FixedTime: time.Now().Add(10 * time.Millisecond)}))
+		// Back in store at once, they are popped ahead again once the slot
+		// is claimed anew (the record names no live member), and delivered
+		// at their due time; left in prepare, they would wait out the
+		// consume timeout (30 s) and come with a retry spent.
+		calls := r.waitCalls(t, 7, 10*time.Second)
+		for _, d := range calls {
+			assert.Equal(t, 1, d.msg.Attempt, "%s delivered with a retry spent", d.content)
+			if d.content != "first" && d.content != "now" {
+				assert.False(t, d.at.Before(due), "%s delivered early", d.content)
+			}
+		}
+	})
+}
