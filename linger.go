@@ -49,5 +49,10 @@ func (t *thread) nextLook(res rdb.CycleResult, now time.Time) time.Time {
 	}
 	// From the µs clock: waking at the start of the due millisecond, not up
 	// to a millisecond early (which would cost a futile cycle and then be late).
-	return now.Add(min(time.Duration(res.NextMs*1000-res.NowUs)*time.Microsecond, poll))
+	// In µs before the Duration: a due time centuries ahead (up to 2^50 ms)
+	// overflows a Duration's ns, and would read as due at once.
+	if us := res.NextMs*1000 - res.NowUs; us < poll.Microseconds() {
+		return now.Add(time.Duration(us) * time.Microsecond)
+	}
+	return now.Add(poll)
 }

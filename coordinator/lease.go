@@ -233,7 +233,16 @@ func (g *Grant) Lose() { g.l.lose() }
 // SetDeadline sets when ownership ends unless set again: d from now, on the
 // monotonic clock.
 func (g *Grant) SetDeadline(d time.Duration) {
-	g.l.deadline.Store(monoNow() + int64(d))
+	g.l.deadline.Store(addNs(monoNow(), int64(d)))
+}
+
+// addNs returns at+d, at most noDeadline: a deadline centuries away must not
+// wrap around into the past.
+func addNs(at, d int64) int64 {
+	if d > 0 && at > noDeadline-d {
+		return noDeadline
+	}
+	return at + d
 }
 
 // SetDeadlineAt sets when ownership ends unless set again: at t, on the
@@ -242,7 +251,7 @@ func (g *Grant) SetDeadline(d time.Duration) {
 // placed on the monotonic clock by its wall-clock distance from now.
 func (g *Grant) SetDeadlineAt(t time.Time) {
 	now := time.Now()
-	g.l.deadline.Store(int64(now.Sub(clockBase)) + int64(t.Sub(now)))
+	g.l.deadline.Store(addNs(int64(now.Sub(clockBase)), int64(t.Sub(now))))
 }
 
 // Released is closed once the holder has released the slot.

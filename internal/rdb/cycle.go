@@ -70,7 +70,14 @@ type RetryWaits string
 func NewRetryWaits(wait func(retry int) time.Duration) RetryWaits {
 	ms := make([]string, MaxRetries)
 	for i := range ms {
-		ms[i] = strconv.FormatInt(max(wait(i+1).Milliseconds(), 0), 10)
+		// Rounded up: a wait's fraction of a millisecond must not bring
+		// its retry early (600 µs as 0 would retry at once).
+		w := max(wait(i+1), 0)
+		n := int64(w / time.Millisecond)
+		if w%time.Millisecond > 0 {
+			n++
+		}
+		ms[i] = strconv.FormatInt(n, 10)
 	}
 	return RetryWaits(strings.Join(ms, ","))
 }
