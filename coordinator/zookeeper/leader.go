@@ -124,6 +124,13 @@ func (r *membership) assignTopic(topic string, workers []coordinator.WorkerThrea
 	// membership or declines), never kept: a topic deleted and defined again
 	// with another slot amount is assigned by its new one.
 	data, _, err := conn.Get(r.paths.topic(topic))
+	if errors.Is(err, zk.ErrNoNode) {
+		// Deleted while a worker node still names it (a crashed worker's,
+		// until its session expires): nothing to assign, and the other
+		// topics go on being assigned.
+		r.log.Info("rmq: a worker names a topic with no definition; not assigning it", "topic", topic)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("rmq: zookeeper topic %s: %w", topic, err)
 	}

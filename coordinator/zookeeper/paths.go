@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 
@@ -84,13 +85,23 @@ type ownerNode struct {
 	Thread int    `json:"t"`
 }
 
-// checkNodeName accepts names usable as one path component.
+// checkNodeName accepts names usable as one path component, by ZooKeeper's
+// rules: not . or .., no '/', and none of the characters it refuses in a
+// path (controls, surrogates and private use, U+FFF0..U+FFFF).
 func checkNodeName(s string) error {
 	if s == "" || s == "." || s == ".." || len(s) > 200 {
 		return errors.New("must be 1..200 characters and not . or ..")
 	}
-	if strings.ContainsAny(s, "/\x00") {
-		return errors.New("must not contain '/' or NUL")
+	if strings.Contains(s, "/") {
+		return errors.New("must not contain '/'")
+	}
+	if !utf8.ValidString(s) {
+		return errors.New("must be UTF-8")
+	}
+	for _, r := range s {
+		if r <= 0x1f || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) {
+			return fmt.Errorf("must not contain %U, which ZooKeeper refuses in a path", r)
+		}
 	}
 	return nil
 }

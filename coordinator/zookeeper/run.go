@@ -49,7 +49,10 @@ type membership struct {
 	leases   map[*coordinator.Grant]struct{} // handed out and not yet released
 
 	// Loop state.
-	joined   int64 // session id in which the worker and election nodes exist
+	joined int64 // session id in which the worker and election nodes exist
+	// idTaken: since when another session's worker node holds this id
+	// (join); zero while it does not.
+	idTaken  time.Time
 	election string
 	leader   bool
 	dirty    bool             // the leader must recompute assignments
@@ -252,10 +255,11 @@ func (r *membership) join() error {
 	sid := r.sess.conn.SessionID()
 	if err := createEphemeral(conn, r.paths.worker(r.id), data, acl, sid); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
-			return &fatalError{fmt.Errorf("rmq: worker id %q is already registered by another live worker", r.id)}
+			return r.idInUse()
 		}
 		return err
 	}
+	r.idTaken = time.Time{}
 	name, err := conn.CreateProtectedEphemeralSequential(r.paths.election()+"/"+r.id+"-n_", []byte(r.id), acl)
 	if err != nil {
 		return fmt.Errorf("rmq: zookeeper join election: %w", err)
@@ -264,6 +268,28 @@ func (r *membership) join() error {
 	r.log.Info("rmq: joined", "session", fmt.Sprintf("%#x", sid), "topics", node.Topics)
 	return nil
 }
+
+// idInUse is join's error when another session's worker node holds this
+// worker's id: a live worker with the same id, or one that crashed and whose
+// session has not expired yet (a process restarted under a stable id, a
+// host or pod name). The join is tried again while that session may still
+// expire, twice the session timeout; after that the id is another live
+// worker's, and the Run ends with that error.
+func (r *membership) idInUse() error {
+	if r.idTaken.IsZero() {
+		r.idTaken = time.Now()
+		r.log.Warn("rmq: worker id registered by another session; waiting for it to expire", "worker", r.id)
+	}
+	if time.Since(r.idTaken) > idTakenWait(r.z.cfg.SessionTimeout) {
+		return &fatalError{fmt.Errorf("rmq: worker id %q is already registered by another live worker", r.id)}
+	}
+	return fmt.Errorf("rmq: worker id %q is registered by another session: waiting for it to expire", r.id)
+}
+
+// idTakenWait is how long a join waits for another session's node of its id
+// to go: the crashed session's timeout (taken to be this one's) and as much
+// again for the server to notice.
+func idTakenWait(sessionTimeout time.Duration) time.Duration { return 2 * sessionTimeout }
 
 // createEphemeral creates an ephemeral node; a node left by this same session
 // (a create whose reply was lost, or a join that failed later) counts as

@@ -16,7 +16,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,7 +57,10 @@ type Config struct {
 	// anything but read to the world.
 	ACL []zk.ACL
 	// WorkerID names this process among the workers. Default
-	// "<host>-<pid>-<random>"; must be unique among live workers.
+	// "<host>-<pid>-<random>"; must be unique among live workers. A process
+	// restarted under the id of one that crashed joins once the crashed
+	// one's session expires (it waits up to twice SessionTimeout; after
+	// that Run ends with an error: the id is a live worker's).
 	WorkerID string
 	// Logger receives the coordinator's logs. Default: silent.
 	Logger *slog.Logger
@@ -94,8 +99,8 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("%w: no servers", ErrInvalidConfig)
 	}
 	for _, s := range cfg.Servers {
-		if s == "" {
-			return nil, fmt.Errorf("%w: empty server address", ErrInvalidConfig)
+		if err := checkServer(s); err != nil {
+			return nil, fmt.Errorf("%w: server address %q: %v", ErrInvalidConfig, s, err)
 		}
 	}
 	if cfg.SessionTimeout == 0 {
@@ -116,10 +121,25 @@ func New(cfg Config) (*Coordinator, error) {
 	if !strings.HasPrefix(cfg.Root, "/") || strings.HasSuffix(cfg.Root, "/") || strings.Contains(cfg.Root, "//") {
 		return nil, fmt.Errorf("%w: root %q must be an absolute path without a trailing slash", ErrInvalidConfig, cfg.Root)
 	}
+	if cfg.Root != "/" {
+		for _, c := range strings.Split(cfg.Root[1:], "/") {
+			if err := checkNodeName(c); err != nil {
+				return nil, fmt.Errorf("%w: root %q: component %q: %v", ErrInvalidConfig, cfg.Root, c, err)
+			}
+		}
+	}
 	if cfg.Auth != nil && (cfg.Auth.User == "" || strings.Contains(cfg.Auth.User, ":")) {
 		return nil, fmt.Errorf("%w: digest user must be non-empty and without ':'", ErrInvalidConfig)
 	}
 	acl := cfg.ACL
+	if acl != nil && len(acl) == 0 {
+		return nil, fmt.Errorf("%w: an empty ACL (nil for the default)", ErrInvalidConfig)
+	}
+	for _, a := range acl {
+		if a.Scheme == "auth" && cfg.Auth == nil {
+			return nil, fmt.Errorf("%w: an auth ACL needs Auth", ErrInvalidConfig)
+		}
+	}
 	switch {
 	case acl == nil && cfg.Auth != nil:
 		acl = zk.AuthACL(zk.PermAll)
@@ -251,4 +271,23 @@ func withContext(ctx context.Context, f func() error) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// checkServer accepts "host" or "host:port" with a port number: go-zookeeper
+// dials a bad one for ever.
+func checkServer(s string) error {
+	if s == "" {
+		return errors.New("empty")
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return nil // no port: go-zookeeper adds the default one
+	}
+	if host == "" {
+		return errors.New("no host")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number in 1..65535", port)
+	}
+	return nil
 }
