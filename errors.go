@@ -10,8 +10,9 @@ import (
 // Sentinel errors. Every error returned for bad input wraps one of these, with
 // the topic (and slot where it applies) in the message; test with errors.Is.
 var (
-	// ErrInvalidTopic: a topic name that is empty, too long, or uses characters
-	// outside [A-Za-z0-9._-] (braces would break the Redis Cluster hash tag).
+	// ErrInvalidTopic: a topic name that is empty, too long, uses characters
+	// outside [A-Za-z0-9._-] (braces would break the Redis Cluster hash tag),
+	// or is "." or ".." (a ZooKeeper path cannot hold them).
 	ErrInvalidTopic = errors.New("rmq: invalid topic name")
 	// ErrInvalidNamespace: a namespace that breaks the same rules as a topic name.
 	ErrInvalidNamespace = errors.New("rmq: invalid namespace")

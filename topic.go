@@ -92,10 +92,14 @@ func (t Topic) Validate() error {
 	return nil
 }
 
-// checkName accepts 1..MaxNameLength bytes of [A-Za-z0-9._-].
+// checkName accepts 1..MaxNameLength bytes of [A-Za-z0-9._-], but not "."
+// or "..", which a ZooKeeper path cannot hold as a component.
 func checkName(s string) error {
 	if s == "" {
 		return fmt.Errorf("empty")
+	}
+	if s == "." || s == ".." {
+		return fmt.Errorf("%q is not a name", s)
 	}
 	if len(s) > MaxNameLength {
 		return fmt.Errorf("longer than %d bytes", MaxNameLength)

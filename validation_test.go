@@ -202,3 +202,18 @@ func TestNilContextIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, topics, 1, "the topic is still defined, no other one")
 }
+
+// "." and ".." are not names, though made of allowed characters: a ZooKeeper
+// path cannot hold them as a component, so a topic or namespace named so
+// would fail there (untyped, after Redis held the definition).
+func TestDotNamesAreInvalid(t *testing.T) {
+	b := testenv.Mini(t)
+	for _, name := range []string{".", ".."} {
+		assert.ErrorIs(t, rmq.Topic{Name: name, SlotAmount: 1, Type: rmq.Priority}.Validate(), rmq.ErrInvalidTopic, "topic %q", name)
+		_, err := rmq.New(b.Redis, rmq.WithNamespace(name))
+		assert.ErrorIs(t, err, rmq.ErrInvalidNamespace, "namespace %q", name)
+	}
+	for _, name := range []string{"...", ".a", "a.", "-"} {
+		assert.NoError(t, rmq.Topic{Name: name, SlotAmount: 1, Type: rmq.Priority}.Validate(), "topic %q", name)
+	}
+}
