@@ -23,7 +23,11 @@ const commitLinger = 250 * time.Millisecond
 // Otherwise it looks again at once, and that cycle settles them: a slot
 // with nothing due soon (emptied, or next due later) gains nothing by
 // waiting, and the end of a burst would leave its last commits unsettled.
-func (t *thread) afterDelivery(s *slotState, res rdb.CycleResult, now time.Time) (time.Time, bool) {
+//
+// The next message's due time counts from recv, when the pop's reply came
+// (the script's clock is the pop's), not from now, after the listeners ran:
+// a listener's time must not make that message late.
+func (t *thread) afterDelivery(s *slotState, res rdb.CycleResult, recv, now time.Time) (time.Time, bool) {
 	if res.NextMs < 0 || res.NextMs*1000 <= res.NowUs {
 		return time.Time{}, false
 	}
@@ -32,7 +36,7 @@ func (t *thread) afterDelivery(s *slotState, res rdb.CycleResult, now time.Time)
 			return time.Time{}, false
 		}
 	}
-	next := t.nextLook(res, now)
+	next := t.nextLook(res, recv)
 	if next.After(now.Add(min(commitLinger, t.sub.c.cfg.consumeTimeout/10))) {
 		return time.Time{}, false
 	}

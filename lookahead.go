@@ -131,7 +131,7 @@ func (t *thread) afterAheadPop(hard context.Context, s *slotState, res rdb.Cycle
 		t.park(s, now)
 		return
 	default:
-		s.next = t.aheadLook(res, now)
+		s.next = t.aheadLook(res, recv) // the pop's clock, not the listeners' end
 	}
 	s.next, s.lingering = t.lingerHeld(s, now)
 }

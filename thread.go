@@ -405,7 +405,7 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 	t.deliver(hard, s, res, call.sent)
 	// Look again at once (more may be due, and the outcomes go along), or
 	// let the commits wait for the slot's next cycle, due soon.
-	s.next, s.lingering = t.afterDelivery(s, res, time.Now())
+	s.next, s.lingering = t.afterDelivery(s, res, now, time.Now())
 }
 
 // invalidLeaseRecheck is how often a slot whose lease is not valid right now
