@@ -15,7 +15,10 @@ local function reclaim()
 end
 
 -- promote moves retries whose wait is over back to store as "due now" (score
--- = retries left), unless a newer copy waits there.
+-- = retries left), unless a newer copy waits there: on a RangeMerge topic a
+-- copy sent during the wait merges into the retry and keeps its first due
+-- time, the retry's (now), as a restore keeps the lower score; on the others
+-- the copy replaces it.
 local function promote()
   local last = nowMs * RETRY_SCALE + RETRY_SCALE - 1
   local ready = redis.call('ZRANGEBYSCORE', retry, '-inf', last, 'WITHSCORES', 'LIMIT', 0, SWEEP_LIMIT)
@@ -23,8 +26,10 @@ local function promote()
     local m = ready[k]
     redis.call('ZREM', retry, m)
     retrying = retrying - 1
-    if not redis.call('ZSCORE', store, m) then
-      redis.call('ZADD', store, tonumber(ready[k + 1]) % RETRY_SCALE, m)
+    local due = tonumber(ready[k + 1]) % RETRY_SCALE
+    local copy = redis.call('ZSCORE', store, m)
+    if (not copy) or (merge == MERGE_KEEP_FIRST and tonumber(copy) > due) then
+      redis.call('ZADD', store, due, m)
     end
   end
 end
