@@ -1,6 +1,7 @@
 package rmq
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -27,7 +28,8 @@ type PendingMessage struct {
 
 // NextDue returns up to limit messages waiting in one slot of topic, in the
 // order the slot's consumer takes them: on a time topic by due time (due at
-// once first); on a Priority topic highest priority first, then retried
+// once first, with the retries whose backoff is over, which the consumer's
+// next cycle moves to store as due at once); on a Priority topic highest priority first, then retried
 // messages, then those waiting out a retry backoff. One round trip of
 // O(log n + limit) commands; messages already handed to a consumer are not
 // listed. A slot outside the topic fails with ErrInvalidSlot.
@@ -52,10 +54,23 @@ func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]
 		}
 	}
 	if t.Type != Priority {
-		// store then retry, each sorted: merge them by due time, stable
-		slices.SortStableFunc(out, func(a, b PendingMessage) int { return a.Due.Compare(b.Due) })
+		// store then retry, each sorted: merge them by the store score the
+		// consumer pops by, stable
+		now := time.Now()
+		slices.SortStableFunc(out, func(a, b PendingMessage) int { return cmp.Compare(popOrder(a, now), popOrder(b, now)) })
 	}
 	return out[:min(len(out), limit)], nil
+}
+
+// popOrder is the store score by which the consumer of a time topic takes
+// m: a message due at once and a retry whose backoff is over (moved to store
+// as due at once by the consumer's next cycle) by its retries left, before
+// every message due at a time; the others by their due time in ms.
+func popOrder(m PendingMessage, now time.Time) int64 {
+	if m.Due.IsZero() || (m.Retrying && !m.Due.After(now)) {
+		return int64(m.RetriesLeft)
+	}
+	return m.Due.UnixMilli()
 }
 
 // DeleteDead deletes one dead message of a slot of topic (as listed by
