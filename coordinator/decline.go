@@ -114,20 +114,28 @@ type DeclineHonourer interface {
 // worker → the slots it cannot serve now). A declined slot neither stays
 // with nor goes to a worker that declines it, while some worker with
 // threads does not; a slot every such worker declines is assigned as if
-// nobody did. Shares are Assign's; a declined slot that only threads at
-// their share may take goes to its previous owner among them, else to the
-// one holding the fewest, and a thread left below its share takes slots it
-// accepts from threads above theirs. With no slot declined it is Assign.
+// nobody did, and moves only when no other slot can. Shares are Assign's; a
+// declined slot that only threads at their share may take goes to its
+// previous owner among them, else to the one holding the fewest, and a
+// thread left below its share takes slots it accepts from threads above
+// theirs, along a chain of threads that pass one on where need be. Where
+// the declines leave a thread short of the extra slot its rank gave it,
+// that slot goes to a thread that can take it: the result is balanced
+// (every thread slots/threads or one more) whenever some assignment that
+// honours the declines is. With no slot declined it is Assign.
 // Like Assign it is a pure function, and given its own result as prev it
 // returns that result again.
 func AssignAvoiding(slots int, workers []WorkerThreads, prev []Owner, declined map[string][]int) []Owner {
-	refused := effectiveDeclines(slots, workers, declined)
+	refused, stuck := effectiveDeclines(slots, workers, declined)
 	if len(refused) == 0 {
 		return Assign(slots, workers, prev)
 	}
 	out := prev
 	for range avoidRounds {
 		a := newAvoider(slots, workers, out, refused)
+		if a != nil {
+			a.stuck = stuck
+		}
 		if a == nil {
 			return make([]Owner, slots)
 		}
@@ -147,8 +155,10 @@ func AssignAvoiding(slots int, workers []WorkerThreads, prev []Owner, declined m
 const avoidRounds = 8
 
 // effectiveDeclines returns, per worker with threads, the set of slots it
-// declines that some other worker with threads accepts (nil if none).
-func effectiveDeclines(slots int, workers []WorkerThreads, declined map[string][]int) map[string]map[int]bool {
+// declines that some other worker with threads accepts (nil if none), and
+// the slots every worker with threads declines (stuck: best left where they
+// are, a master nobody reaches).
+func effectiveDeclines(slots int, workers []WorkerThreads, declined map[string][]int) (map[string]map[int]bool, map[int]bool) {
 	live := make(map[string]bool, len(workers))
 	for _, w := range workers {
 		if w.Worker != "" && w.Threads > 0 {
@@ -171,6 +181,15 @@ func effectiveDeclines(slots int, workers []WorkerThreads, declined map[string][
 		sets[w] = set
 	}
 	var out map[string]map[int]bool
+	var stuck map[int]bool
+	for s, n := range decliners {
+		if n == len(live) {
+			if stuck == nil {
+				stuck = make(map[int]bool)
+			}
+			stuck[s] = true
+		}
+	}
 	for w, set := range sets {
 		for s := range set {
 			if decliners[s] < len(live) {
@@ -184,7 +203,7 @@ func effectiveDeclines(slots int, workers []WorkerThreads, declined map[string][
 			}
 		}
 	}
-	return out
+	return out, stuck
 }
 
 // avoider is one run of AssignAvoiding.
@@ -197,7 +216,8 @@ type avoider struct {
 	prev    []Owner
 	index   map[Owner]int
 	out     []Owner
-	count   []int // slots held by each unit in out
+	count   []int        // slots held by each unit in out
+	stuck   map[int]bool // slots every worker declines: moved only when nothing else can be
 }
 
 func newAvoider(slots int, workers []WorkerThreads, prev []Owner, refused map[string]map[int]bool) *avoider {
@@ -305,23 +325,83 @@ func (a *avoider) place(s int) int {
 	return best // some unit accepts s: effectiveDeclines keeps no slot refused by all
 }
 
-// rebalance moves slots from units above their share to units below theirs
-// that accept them, highest slots first, until no such move is left.
+// rebalance gives each unit below its share slots it accepts from units
+// above theirs: straight from one, or along a chain of units at their share
+// that each pass one slot on (rebalanceOnce), until none is left below its
+// share that could gain one. Then, where declines leave a unit short of the
+// share its rank gave it, the one extra slot a share may hold goes to units
+// that can take it: no unit below base (slots/units) while another holds
+// more, none above base+1 while another holds base. A slot every worker
+// declines moves only when no other slot can.
 func (a *avoider) rebalance() {
-	for _, low := range a.order {
-		for a.count[low] < a.share[low] {
-			moved := false
-			for s := a.slots - 1; s >= 0 && !moved; s-- {
-				from := a.index[a.out[s]]
-				if a.count[from] > a.share[from] && !a.refuses(low, s) {
-					a.count[from]--
-					a.put(s, low)
-					moved = true
+	base := a.slots / len(a.units)
+	aboveShare := func(y int) bool { return a.count[y] > a.share[y] }
+	aboveBase := func(y int) bool { return a.count[y] > base }
+	aboveMax := func(y int) bool { return a.count[y] > base+1 }
+	held := make([][]int, len(a.units)) // each unit's slots, highest first
+	for s := a.slots - 1; s >= 0; s-- {
+		if i, ok := a.index[a.out[s]]; ok {
+			held[i] = append(held[i], s)
+		}
+	}
+	for _, pass := range []struct {
+		below func(i int) bool
+		above func(y int) bool
+	}{
+		{func(i int) bool { return a.count[i] < a.share[i] }, aboveShare},
+		{func(i int) bool { return a.count[i] < base }, aboveBase},
+		{func(i int) bool { return a.count[i] <= base }, aboveMax},
+	} {
+		for _, low := range a.order {
+			for pass.below(low) {
+				if !a.rebalanceOnce(held, low, false, pass.above) && !a.rebalanceOnce(held, low, true, pass.above) {
+					break
 				}
 			}
-			if !moved {
+		}
+	}
+}
+
+// rebalanceOnce finds the shortest chain low ← u1 ← … ← uk, in which each
+// unit takes a slot it accepts from the next and above(uk) holds, and moves
+// its slots (low gains one, uk loses one, the others keep their count): a
+// breadth-first search over units, each unit's slots highest first, units in
+// rank order. stuckToo lets it move slots every worker declines. It reports
+// whether it found one; held (each unit's slots, highest first) follows the
+// moves.
+func (a *avoider) rebalanceOnce(held [][]int, low int, stuckToo bool, above func(y int) bool) bool {
+	type hop struct{ to, slot int } // the unit that takes slot from this one
+	via := make([]hop, len(a.units))
+	seen := make([]bool, len(a.units))
+	seen[low] = true
+	queue := []int{low}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		for _, y := range a.order {
+			if seen[y] {
+				continue
+			}
+			for _, s := range held[y] {
+				if a.refuses(x, s) || (a.stuck[s] && !stuckToo) {
+					continue
+				}
+				seen[y], via[y] = true, hop{to: x, slot: s}
+				if above(y) {
+					for from := y; from != low; from = via[from].to {
+						h := via[from]
+						a.count[from]--
+						a.put(h.slot, h.to)
+						held[from] = slices.DeleteFunc(held[from], func(s int) bool { return s == h.slot })
+						at, _ := slices.BinarySearchFunc(held[h.to], h.slot, func(e, t int) int { return cmp.Compare(t, e) })
+						held[h.to] = slices.Insert(held[h.to], at, h.slot)
+					}
+					return true
+				}
+				queue = append(queue, y)
 				break
 			}
 		}
 	}
+	return false
 }

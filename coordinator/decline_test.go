@@ -83,7 +83,7 @@ func TestAssignAvoidingRandom(t *testing.T) {
 		}
 		out := AssignAvoiding(slots, workers, prev, declined)
 		require.Len(t, out, slots)
-		refused := effectiveDeclines(slots, workers, declined)
+		refused, _ := effectiveDeclines(slots, workers, declined)
 		units := 0
 		for _, w := range workers {
 			units += w.Threads
