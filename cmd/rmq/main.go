@@ -78,9 +78,18 @@ func main() {
 // from then on the signals' default is back, so a second Ctrl-C ends the
 // process at once.
 func signalContext() (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(ctx, stop)
-	return ctx, stop
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-signals:
+		case <-ctx.Done():
+		}
+		signal.Stop(signals) // before ctx ends: a second signal finds the default back
+		cancel()
+	}()
+	return ctx, cancel
 }
 
 // Exit codes.
