@@ -3,6 +3,7 @@ package rmq
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -81,7 +82,7 @@ func (c *Client) Backlog(ctx context.Context, topic string) (Backlog, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.last.Read.IsZero() && time.Since(e.last.Read) < backlogMaxAge {
-		return e.last, nil
+		return e.last.copy(), nil
 	}
 	slots, nowMs, err := c.broker.Backlog(ctx, t.slots, t.Type != Priority)
 	if err != nil {
@@ -103,5 +104,12 @@ func (c *Client) Backlog(ctx context.Context, topic string) (Backlog, error) {
 		b.OldestDueAge = time.Duration(nowMs-oldest) * time.Millisecond
 	}
 	e.last = b
-	return b, nil
+	return b.copy(), nil
+}
+
+// copy returns b with Slots of its own: a read serves every caller for a
+// second, and one caller's changes must not show in another's.
+func (b Backlog) copy() Backlog {
+	b.Slots = slices.Clone(b.Slots)
+	return b
 }

@@ -68,6 +68,17 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOp
 				ErrTopicNotEmpty, t.Name, i, n.Store+n.Retry+n.Prepare+n.Dead, n.Store, n.Retry, n.Prepare, n.Dead)
 		}
 	}
+	// A process that began consuming the topic during the deletion keeps it
+	// defined (the slots deleted so far held nothing, or Force was given;
+	// it serves them afresh): the presence is read again before anything
+	// of the topic's own goes.
+	if users, err = c.consumersOf(ctx, t.Name); err != nil {
+		return err
+	}
+	if len(users) > 0 {
+		return fmt.Errorf("%w: topic %q began to be consumed by %s during its deletion; its slots are empty, it stays defined",
+			ErrTopicInUse, t.Name, strings.Join(users, ", "))
+	}
 	if r, ok := c.cfg.coordinator.(coordinator.TopicRemover); ok {
 		if err := r.RemoveTopic(ctx, c.cfg.namespace, t.Name); err != nil {
 			return fmt.Errorf("rmq: delete topic %q in the coordinator: %w", t.Name, err)

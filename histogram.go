@@ -88,7 +88,7 @@ func (h *Histogram) add(o Histogram) {
 
 // snapshot returns the histogram's current state.
 func (h *histogram) snapshot() Histogram {
-	s := Histogram{Bounds: h.bounds, Counts: make([]uint64, len(h.counts))}
+	s := Histogram{Bounds: slices.Clone(h.bounds), Counts: make([]uint64, len(h.counts))} // the caller's own: never the package's buckets
 	for i := range h.counts {
 		s.Counts[i] = h.counts[i].Load()
 		s.Count += s.Counts[i]

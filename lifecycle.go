@@ -154,7 +154,11 @@ func (c *Client) Start(ctx context.Context) error {
 // (at least once, never lost).
 //
 // Without a deadline on ctx the graceful path waits for the listeners in
-// hand and for the Redis calls it makes. A call into a Redis out of reach
+// hand and for the Redis calls it makes. A listener that ends consumption
+// must therefore call Shutdown or Close in a goroutine of its own and return:
+// called in the listener, they wait for that very call (for ever without a
+// deadline; with one, its message is settled by nobody and delivered
+// again). A call into a Redis out of reach
 // waits out one ReadTimeout or DialTimeout whatever its ctx (go-redis's
 // retries are cut after a second), so the shutdown spares such calls: the
 // calls that serve only the consumption (flow controls, idle sweeps) end

@@ -3,6 +3,7 @@ package rmq
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -42,15 +43,15 @@ func (c *Client) NamespaceMetrics(ctx context.Context, topic string, minutes int
 	if ctx == nil {
 		return TopicMetrics{}, nil, ErrNilContext
 	}
-	if minutes > MaxMetricsMinutes {
-		return TopicMetrics{}, nil, fmt.Errorf("%w: %d minutes of metrics, at most %d", ErrInvalidOption, minutes, MaxMetricsMinutes)
+	if minutes < 1 || minutes > MaxMetricsMinutes {
+		return TopicMetrics{}, nil, fmt.Errorf("%w: %d minutes of metrics, 1..%d", ErrInvalidOption, minutes, MaxMetricsMinutes)
 	}
 	t, err := c.lookupTopic(ctx, topic)
 	if err != nil {
 		return TopicMetrics{}, nil, err
 	}
 	now := time.Now().Unix() / 60
-	from := now - int64(max(minutes, 1)) + 1
+	from := now - int64(minutes) + 1
 	total, perMinute, err := c.broker.Stats(ctx, t.Name, from, now)
 	if err != nil {
 		return TopicMetrics{}, nil, fmt.Errorf("rmq: metrics of topic %q: %w", topic, err)
@@ -97,7 +98,7 @@ func transitionsOf(f map[string]int64) map[string]int64 {
 
 // histogramOf reads a histogram from shared metric fields.
 func histogramOf(f map[string]int64, name string, bounds []float64) Histogram {
-	h := Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
+	h := Histogram{Bounds: slices.Clone(bounds), Counts: make([]uint64, len(bounds)+1)}
 	for i := range h.Counts {
 		h.Counts[i] = uint64(max(f[name+"_"+strconv.Itoa(i)], 0))
 		h.Count += h.Counts[i]

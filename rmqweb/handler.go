@@ -12,9 +12,10 @@
 //
 // Safety: the dashboard is read-only unless Options.AllowWrite is set; then
 // each action (requeue, purge and delete dead messages, cancel a pending
-// one) is a POST form carrying a CSRF token, an HMAC of a cookie set by the
-// dashboard under a key drawn when the handler is made; a POST without a
-// valid token is refused with 403. With Options.BearerToken, every request
+// one, pause and resume a topic) is a POST form carrying a CSRF token, an
+// HMAC of a cookie set by the dashboard under a key drawn when the handler
+// is made; a POST without a valid token is refused with 403. With
+// Options.BearerToken, every request
 // needs that token, as an "Authorization: Bearer" header or through the
 // login form, which sets an HTTP-only session cookie. Pages are sent with a
 // Content-Security-Policy that allows no script at all.

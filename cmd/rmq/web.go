@@ -22,7 +22,7 @@ const webShutdownGrace = 5 * time.Second
 func setupWeb(fs *flag.FlagSet) runFunc {
 	af := addAdminFlags(fs)
 	listen := fs.String("listen", "127.0.0.1:8080", "serve on `ADDR`; loopback by default, \":8080\" listens on every interface")
-	allowWrite := fs.Bool("allow-write", false, "enable requeue, purge, delete and cancel (POST forms with CSRF tokens); on a non-loopback address only with -token")
+	allowWrite := fs.Bool("allow-write", false, "enable requeue, purge, delete, cancel, pause and resume (POST forms with CSRF tokens); on a non-loopback address only with -token")
 	token := fs.String("token", "", "require the bearer `TOKEN` on every request (header, or the login form's cookie); default $RMQ_WEB_TOKEN")
 	title := fs.String("title", "RMQ", "the pages' `TITLE`")
 	return func(ctx context.Context, e *env, args []string) error {
