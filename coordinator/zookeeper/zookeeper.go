@@ -83,6 +83,11 @@ type Coordinator struct {
 
 	mu    sync.Mutex
 	admin *zk.Conn // for RecordTopic and the admin reads; lazily connected
+	// connecting is closed when the admin connection under way (made
+	// outside mu, so that a caller whose ctx ends, and Close, need not wait
+	// for it) succeeds or fails; nil when none is. stopConnect ends it.
+	connecting  chan struct{}
+	stopConnect context.CancelFunc
 }
 
 var (
@@ -230,11 +235,15 @@ func (z *Coordinator) RemoveTopic(ctx context.Context, namespace, name string) e
 	})
 }
 
-// Close closes the connection used for topic definitions and admin reads. A
-// running Run is not affected; it ends with its context.
+// Close closes the connection used for topic definitions and admin reads,
+// and ends one under way (its caller gets an error). A running Run is not
+// affected; it ends with its context.
 func (z *Coordinator) Close() error {
 	z.mu.Lock()
 	defer z.mu.Unlock()
+	if z.stopConnect != nil {
+		z.stopConnect() // its caller gets the ctx's error
+	}
 	if z.admin != nil {
 		z.admin.Close()
 		z.admin = nil
@@ -243,21 +252,53 @@ func (z *Coordinator) Close() error {
 }
 
 // adminConn returns the shared admin connection, connecting on first use.
+// One caller connects at a time; the others wait for it within their own
+// ctx, and try themselves if it failed.
 func (z *Coordinator) adminConn(ctx context.Context) (*zk.Conn, error) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	if z.admin != nil && z.admin.State() != zk.StateDisconnected {
-		return z.admin, nil
+	for {
+		z.mu.Lock()
+		if z.admin != nil && z.admin.State() != zk.StateDisconnected {
+			conn := z.admin
+			z.mu.Unlock()
+			return conn, nil
+		}
+		if wait := z.connecting; wait != nil {
+			z.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if z.admin != nil {
+			z.admin.Close()
+			z.admin = nil
+		}
+		done := make(chan struct{})
+		connectCtx, stop := context.WithCancel(ctx)
+		z.connecting, z.stopConnect = done, stop
+		z.mu.Unlock()
+
+		conn, err := z.connect(connectCtx, nil)
+		z.mu.Lock()
+		z.connecting, z.stopConnect = nil, nil
+		close(done)
+		stopped := connectCtx.Err() != nil && ctx.Err() == nil // Close ended it
+		stop()
+		switch {
+		case err != nil:
+			z.mu.Unlock()
+			return nil, err
+		case stopped:
+			z.mu.Unlock()
+			conn.conn.Close()
+			return nil, errors.New("rmq: zookeeper coordinator closed")
+		}
+		z.admin = conn.conn
+		z.mu.Unlock()
+		return conn.conn, nil
 	}
-	if z.admin != nil {
-		z.admin.Close()
-	}
-	conn, err := z.connect(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	z.admin = conn.conn
-	return z.admin, nil
 }
 
 // withContext runs a blocking ZooKeeper call; it returns ctx's error if ctx
