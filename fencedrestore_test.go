@@ -2,7 +2,6 @@ package rmq_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -21,21 +20,7 @@ import (
 func TestRefusedPopHandsHeldMessagesBack(t *testing.T) {
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
-		c := newClient(t, b, rmq.WithIdlePoll(time.Minute))
-		define(t, c, "ahead", 1, rmq.FixedTime)
-		r := newRecorder()
-		require.NoError(t, c.Subscribe("ahead", r, rmq.WithLookahead(10*time.Second)))
-		run(t, c)
-		awaitHeld(t, c, "ahead", 1, 0)
-		now := time.Now().Truncate(time.Millisecond)
-		due := now.Add(4 * time.Second)
-		msgs := []rmq.OutgoingMessage{rmq.FixedTimeMessage{Topic: "ahead", Content: []byte("first"), FixedTime: now.Add(100 * time.Millisecond)}}
-		for i := range 5 {
-			msgs = append(msgs, rmq.FixedTimeMessage{Topic: "ahead", Content: fmt.Appendf(nil, "m%d", i), FixedTime: due})
-		}
-		require.NoError(t, c.Producer().SendBatch(ctx, msgs...))
-		r.waitCalls(t, 1, 5*time.Second)
-		eventually(t, 2*time.Second, "the rest held", func() bool { return stats(t, c, "ahead").Prepare == 5 })
+		c, r, due := holdAhead(t, b, 4*time.Second)
 
 		// Another owner's record on the slot: the worker's next pop is refused.
 		owner := rdb.NewKeyspace(c.Namespace()).OwnerKeys("ahead", 1)[0]

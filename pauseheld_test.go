@@ -19,21 +19,7 @@ import (
 func TestPauseHandsHeldMessagesBackAtOnce(t *testing.T) {
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
-		c := newClient(t, b, rmq.WithIdlePoll(time.Minute))
-		define(t, c, "ahead", 1, rmq.FixedTime)
-		r := newRecorder()
-		require.NoError(t, c.Subscribe("ahead", r, rmq.WithLookahead(10*time.Second)))
-		run(t, c)
-		time.Sleep(100 * time.Millisecond) // the consumer is idle
-		now := time.Now().Truncate(time.Millisecond)
-		due := now.Add(6 * time.Second)
-		msgs := []rmq.OutgoingMessage{rmq.FixedTimeMessage{Topic: "ahead", Content: []byte("first"), FixedTime: now.Add(200 * time.Millisecond)}}
-		for i := range 5 {
-			msgs = append(msgs, rmq.FixedTimeMessage{Topic: "ahead", Content: fmt.Appendf(nil, "m%d", i), FixedTime: due})
-		}
-		require.NoError(t, c.Producer().SendBatch(ctx, msgs...))
-		r.waitCalls(t, 1, 5*time.Second)
-		eventually(t, 2*time.Second, "the rest held", func() bool { return stats(t, c, "ahead").Prepare == 5 })
+		c, r, due := holdAhead(t, b, 6*time.Second)
 
 		require.NoError(t, c.PauseTopic(ctx, "ahead"))
 		paused := time.Now()
@@ -61,4 +47,28 @@ func TestPauseHandsHeldMessagesBackAtOnce(t *testing.T) {
 		}
 		assert.Equal(t, map[string]bool{"m1": true, "m2": true, "m3": true, "m4": true}, seen)
 	})
+}
+
+// holdAhead starts a consumer with a 10 s lookahead of topic "ahead" (one
+// slot), sends it "first", due at once, and m0..m4, due in dueIn, and returns
+// once "first" was delivered and m0..m4 are held (popped ahead, in prepare),
+// with their due time.
+func holdAhead(t *testing.T, b testenv.Backend, dueIn time.Duration) (*rmq.Client, *recorder, time.Time) {
+	t.Helper()
+	c := newClient(t, b, rmq.WithIdlePoll(time.Minute))
+	define(t, c, "ahead", 1, rmq.FixedTime)
+	r := newRecorder()
+	require.NoError(t, c.Subscribe("ahead", r, rmq.WithLookahead(10*time.Second)))
+	run(t, c)
+	awaitHeld(t, c, "ahead", 1, 0)
+	now := time.Now().Truncate(time.Millisecond)
+	due := now.Add(dueIn)
+	msgs := []rmq.OutgoingMessage{rmq.FixedTimeMessage{Topic: "ahead", Content: []byte("first"), FixedTime: now.Add(100 * time.Millisecond)}}
+	for i := range 5 {
+		msgs = append(msgs, rmq.FixedTimeMessage{Topic: "ahead", Content: fmt.Appendf(nil, "m%d", i), FixedTime: due})
+	}
+	require.NoError(t, c.Producer().SendBatch(context.Background(), msgs...))
+	r.waitCalls(t, 1, 5*time.Second)
+	eventually(t, 2*time.Second, "the rest held", func() bool { return stats(t, c, "ahead").Prepare == 5 })
+	return c, r, due
 }

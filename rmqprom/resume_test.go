@@ -56,18 +56,7 @@ func (h slowRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // A slow Redis costs a scrape at most about the timeout; what was read in
 // time is reported, the rest left out and logged, never reported as zeros.
 func TestSlowRedisHonoursTimeout(t *testing.T) {
-	r := realRedis(t)
-	ctx := context.Background()
-	c, err := rmq.New(r, rmq.WithNamespace(namespace(t, r)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	const topics = 40
-	for i := range topics {
-		name := fmt.Sprintf("t%02d", i)
-		require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: name, SlotAmount: 2, Type: rmq.Priority}))
-		require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: name, Content: []byte("x"), Priority: 20}))
-	}
-	r.AddHook(slowRedis{d: 30 * time.Millisecond})
+	c := slowNamespace(t, true)
 	var logs syncBuffer
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(rmqprom.NewCollector(c, rmqprom.WithTimeout(400*time.Millisecond),
@@ -95,17 +84,7 @@ func slogText(w *syncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(
 // each topic's backlog is reported, rather than the topics late in the
 // alphabet never.
 func TestSlowRedisLeavesNoTopicOutForever(t *testing.T) {
-	r := realRedis(t)
-	ctx := context.Background()
-	c, err := rmq.New(r, rmq.WithNamespace(namespace(t, r)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	const topics = 40
-	for i := range topics {
-		name := fmt.Sprintf("t%02d", i)
-		require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: name, SlotAmount: 2, Type: rmq.Priority}))
-	}
-	r.AddHook(slowRedis{d: 30 * time.Millisecond})
+	c := slowNamespace(t, false)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(rmqprom.NewCollector(c, rmqprom.WithTimeout(400*time.Millisecond)))
 	seen := make(map[int]bool)
@@ -135,16 +114,7 @@ func TestSlowRedisLeavesNoTopicOutForever(t *testing.T) {
 // next second, and whichever of the read's end and the scrape's timer comes
 // first.
 func TestEveryScrapeMissingTopicsLogsIt(t *testing.T) {
-	r := realRedis(t)
-	ctx := context.Background()
-	c, err := rmq.New(r, rmq.WithNamespace(namespace(t, r)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	const topics = 40
-	for i := range topics {
-		require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: fmt.Sprintf("t%02d", i), SlotAmount: 2, Type: rmq.Priority}))
-	}
-	r.AddHook(slowRedis{d: 30 * time.Millisecond})
+	c := slowNamespace(t, false)
 	for round := range 3 {
 		var logs syncBuffer
 		reg := prometheus.NewPedanticRegistry()
@@ -164,4 +134,29 @@ func TestEveryScrapeMissingTopicsLogsIt(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+}
+
+// topics is how many topics slowNamespace defines: too many to read within
+// the tests' timeouts at 30 ms a command.
+const topics = 40
+
+// slowNamespace returns a client of a fresh namespace of the real Redis with
+// topics t00..t39 (each holding one message if withMessages), whose Redis
+// client then answers every command 30 ms late.
+func slowNamespace(t *testing.T, withMessages bool) *rmq.Client {
+	t.Helper()
+	r := realRedis(t)
+	ctx := context.Background()
+	c, err := rmq.New(r, rmq.WithNamespace(namespace(t, r)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	for i := range topics {
+		name := fmt.Sprintf("t%02d", i)
+		require.NoError(t, c.DefineTopic(ctx, rmq.Topic{Name: name, SlotAmount: 2, Type: rmq.Priority}))
+		if withMessages {
+			require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: name, Content: []byte("x"), Priority: 20}))
+		}
+	}
+	r.AddHook(slowRedis{d: 30 * time.Millisecond})
+	return c
 }
