@@ -15,7 +15,7 @@ import (
 // them". A retry whose backoff is over and a fresh message due before it
 // (both overdue, the consumer away): the listing and the consumer must agree.
 func TestNextDueOrderMatchesConsumerWithOverdueRetry(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		ns := testenv.Namespace(t, b)
 		c1, err := rmq.New(b.Redis, rmq.WithNamespace(ns), rmq.WithRetryBackoff(rmq.SteppedBackoff(time.Second)))

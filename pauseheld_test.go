@@ -19,7 +19,7 @@ import (
 func TestPauseHandsHeldMessagesBackAtOnce(t *testing.T) {
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
-		c, r, due := holdAhead(t, b, 6*time.Second)
+		c, r, due := holdAhead(t, b, 4*time.Second)
 
 		require.NoError(t, c.PauseTopic(ctx, "ahead"))
 		paused := time.Now()

@@ -16,7 +16,7 @@ import (
 // copy does when the retry is due at once (NoBackoff): it must not push the
 // retry back to the copy's own, later, due time.
 func TestRangeMergeCopyDuringRetryKeepsFirstDue(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b, rmq.WithRetryBackoff(rmq.SteppedBackoff(700*time.Millisecond)))
 		define(t, c, "rm", 1, rmq.RangeMerge)

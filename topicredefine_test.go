@@ -20,6 +20,7 @@ import (
 // topic's name: a topic defined again under that name starts from zero in
 // NamespaceMetrics.
 func TestDeletedTopicsMetricsDoNotComeBack(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	testenv.ForEachRealAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		ns := testenv.Namespace(t, b)

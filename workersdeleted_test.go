@@ -20,6 +20,7 @@ import (
 // slots of every topic the members name, leaves the deleted topic out and
 // lists the namespace's processes (it failed with ErrUnknownTopic).
 func TestWorkersAfterACrashedConsumersTopicIsDeleted(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	b := testenv.Single(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, b)

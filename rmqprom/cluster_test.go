@@ -55,6 +55,7 @@ func clusterNamespace(t *testing.T, r *redis.ClusterClient) string {
 // On a Cluster, the backlog gauges count what was sent across every
 // master's slots: store, prepare (in flight) and dead; and the metrics lint.
 func TestClusterBacklogGauges(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	r := realCluster(t)
 	ctx := context.Background()
 	c, err := rmq.New(r, rmq.WithNamespace(clusterNamespace(t, r)), rmq.WithRetryBackoff(rmq.NoBackoff))

@@ -56,6 +56,7 @@ func (h slowRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // A slow Redis costs a scrape at most about the timeout; what was read in
 // time is reported, the rest left out and logged, never reported as zeros.
 func TestSlowRedisHonoursTimeout(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	c := slowNamespace(t, true)
 	var logs syncBuffer
 	reg := prometheus.NewPedanticRegistry()
@@ -84,6 +85,7 @@ func slogText(w *syncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(
 // each topic's backlog is reported, rather than the topics late in the
 // alphabet never.
 func TestSlowRedisLeavesNoTopicOutForever(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	c := slowNamespace(t, false)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(rmqprom.NewCollector(c, rmqprom.WithTimeout(400*time.Millisecond)))
@@ -114,6 +116,7 @@ func TestSlowRedisLeavesNoTopicOutForever(t *testing.T) {
 // next second, and whichever of the read's end and the scrape's timer comes
 // first.
 func TestEveryScrapeMissingTopicsLogsIt(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	c := slowNamespace(t, false)
 	for round := range 3 {
 		var logs syncBuffer

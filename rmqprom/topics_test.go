@@ -46,6 +46,7 @@ func TestSentCounterSurvivesTopicRedefinition(t *testing.T) {
 // Scrapes running alongside topic definitions, sends and deletions are
 // race-free, and a live topic's counters never go down between scrapes.
 func TestConcurrentScrapesAreRaceFreeAndMonotonic(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	r := miniRedis(t)
 	ctx := context.Background()
 	c, err := rmq.New(r, rmq.WithNamespace("race"))
