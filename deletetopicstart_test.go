@@ -16,6 +16,7 @@ import (
 // starts consuming meanwhile either refuses (ErrTopicInUse) or leaves no
 // process consuming the deleted topic.
 func TestDeleteTopicRacingStart(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	testenv.ForEachReal(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		ns := testenv.Namespace(t, b)

@@ -52,6 +52,7 @@ func (h *cycleCounter) count(cmd redis.Cmder) {
 // A FixedTime message far in the future (allowed: up to 2^50 ms) must leave
 // its slot's consumer idle, looking at most once per idle poll, not spinning.
 func TestFarFixedTimeDoesNotSpin(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	b := testenv.Mini(t)
 	ctx := context.Background()
 	c := newClient(t, b)

@@ -18,6 +18,7 @@ import (
 // through the consume timeout: they are delivered at their due times as
 // first deliveries, no retry spent.
 func TestRefusedPopHandsHeldMessagesBack(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c, r, due := holdAhead(t, b, 4*time.Second)

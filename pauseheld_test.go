@@ -17,6 +17,7 @@ import (
 // it is read, not at those due times: they are in store again, where Cancel
 // finds them, and delivered after the resume at their due times.
 func TestPauseHandsHeldMessagesBackAtOnce(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c, r, due := holdAhead(t, b, 4*time.Second)

@@ -27,7 +27,7 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 	}
 }
 
-// The login form, open to anyone, reads a bounded body: a 40 MB multipart
+// The login form, open to anyone, reads a bounded body: a 1 MB multipart
 // "login" is refused instead of being buffered (spilled to temporary files)
 // before the token is checked, as the actions' forms are bounded.
 func TestLoginBodyIsBounded(t *testing.T) {
@@ -38,12 +38,12 @@ func TestLoginBodyIsBounded(t *testing.T) {
 	require.NoError(t, mw.WriteField("token", "s3cret"))
 	fw, err := mw.CreateFormFile("junk", "junk.bin")
 	require.NoError(t, err)
-	_, err = fw.Write(bytes.Repeat([]byte("x"), 40<<20))
+	_, err = fw.Write(bytes.Repeat([]byte("x"), 1<<20))
 	require.NoError(t, err)
 	require.NoError(t, mw.Close())
 	resp, err := hc.Post(base+"login", mw.FormDataContentType(), &body)
 	require.NoError(t, err)
 	resp.Body.Close()
-	assert.GreaterOrEqual(t, resp.StatusCode, 400, "a 40 MB login form is refused")
+	assert.GreaterOrEqual(t, resp.StatusCode, 400, "a 1 MB multipart login form is refused")
 	assert.Less(t, resp.StatusCode, 500)
 }

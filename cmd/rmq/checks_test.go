@@ -5,8 +5,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -130,25 +128,4 @@ func TestInterruptAtThePromptCancels(t *testing.T) {
 		require.NoError(t, err, "the topic is still there")
 		assert.Equal(t, int64(1), st.Store, "its message is still there")
 	}
-}
-
-// "rmq demo -redis" on a real Redis leaves no topics behind in its fresh
-// namespace, and does not claim that RMQ cannot delete a topic
-// (Client.DeleteTopic, "rmq delete").
-func TestDemoOnRealRedisDeletesItsTopics(t *testing.T) {
-	b := testenv.Single(t)
-	addr := os.Getenv("RMQ_REDIS_ADDR")
-	var out syncBuffer
-	t.Cleanup(func() {
-		if m := regexp.MustCompile(`namespace (demo-[0-9a-f]+)`).FindStringSubmatch(out.String()); m != nil {
-			testenv.DeleteNamespace(b.Redis, m[1])
-		}
-	})
-	playDemo(t, context.Background(), demoConfig{addrs: []string{addr}}, &out)
-	s := out.String()
-	assert.NotContains(t, s, "RMQ has no call to delete a topic")
-	m := regexp.MustCompile(`namespace (demo-[0-9a-f]+)`).FindStringSubmatch(s)
-	require.NotNil(t, m, s)
-	got := mustRun(t, "", "topics", "-redis", addr, "-namespace", m[1])
-	assert.Contains(t, got, "no topics in namespace", "the demo's topics stay in Redis:\n%s", got)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmq-go/rmq"
 	"github.com/rmq-go/rmq/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -98,13 +99,22 @@ func testDemoOn(t *testing.T, b testenv.Backend, addrs []string) {
 	var out syncBuffer
 	t.Cleanup(func() {
 		if m := regexp.MustCompile(`namespace (demo-[0-9a-f]+)`).FindStringSubmatch(out.String()); m != nil {
-			testenv.DeleteNamespace(b.Redis, m[1]) // the topic definitions the demo leaves
+			testenv.DeleteNamespace(b.Redis, m[1]) // what a failed demo leaves
 		}
 	})
 	playDemo(t, context.Background(), demoConfig{addrs: addrs}, &out)
 	s := out.String()
 	checkDemoOutput(t, s)
 	assert.Contains(t, s, "cleanup: purged 1 dead message of namespace demo-")
+	// The demo deletes its topics: nothing of them stays in a fresh namespace.
+	m := regexp.MustCompile(`namespace (demo-[0-9a-f]+)`).FindStringSubmatch(s)
+	require.NotNil(t, m, s)
+	c, err := rmq.New(b.Redis, rmq.WithNamespace(m[1]))
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	topics, err := c.Topics(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, topics, "the demo's topics stay in Redis")
 }
 
 // TestDemoFailsPastDeadline checks that a scenario past its deadline exits 1.
