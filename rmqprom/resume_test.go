@@ -90,7 +90,7 @@ func TestSlowRedisLeavesNoTopicOutForever(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(rmqprom.NewCollector(c, rmqprom.WithTimeout(400*time.Millisecond)))
 	seen := make(map[int]bool)
-	for range 8 {
+	for range 20 { // each read covers a few topics (fewer beside other tests): scrapes until every one was
 		s := gather(t, reg)
 		for i := range topics {
 			if _, ok := s[fmt.Sprintf(`rmq_backlog_messages{state="store",topic="t%02d"}`, i)]; ok {
