@@ -227,39 +227,6 @@ func (t *thread) release(hard context.Context, s *slotState) {
 	s.lease.Release()
 }
 
-// fence returns the fence of s's cycles: its lease's, or none once a cycle
-// of s was refused (fenced). Then s sends only restores, which any caller
-// may: a restore hands back a message never handed to a listener, and only
-// while its prepare entry is the one its pop wrote, so it touches no newer
-// copy and nothing another owner holds. Without them, what a fenced worker
-// had popped and not started would wait out the consume timeout and spend
-// a retry (the last one: dead, never processed).
-func (t *thread) fence(s *slotState) rdb.Fence {
-	if s.fenced {
-		return rdb.Fence{}
-	}
-	return fenceOf(s.lease)
-}
-
-// restoresOf returns the restores among outcomes, in place.
-func restoresOf(outcomes []rdb.Outcome) []rdb.Outcome {
-	kept := outcomes[:0]
-	for _, o := range outcomes {
-		if o.Action() == rdb.Restore {
-			kept = append(kept, o)
-		}
-	}
-	return kept
-}
-
-// fenceOf returns what the cycles of l show the slot's owner record.
-func fenceOf(l *coordinator.Lease) rdb.Fence {
-	if r := l.Record(); r != "" {
-		return rdb.RecordFence(r)
-	}
-	return rdb.TokenFence(l.Token())
-}
-
 // cycle runs one cycle script call on s, unless consumption was abandoned
 // (see Client.Shutdown): then it fails with ErrClosed without touching Redis.
 func (t *thread) cycle(hard context.Context, s *slotState, req *rdb.CycleRequest) (rdb.CycleResult, error) {
