@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/rmq-go/rmq/internal/rdb"
@@ -153,12 +155,9 @@ func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time) 
 	if err := p.c.checkOpen(); err != nil {
 		return rdb.Entry{}, nil, err
 	}
-	if nilMessage(m) {
-		return rdb.Entry{}, nil, fmt.Errorf("%w: nil message", ErrInvalidMessage)
-	}
-	o, err := m.prepare(now)
+	o, err := prepareMessage(m, now)
 	if err != nil {
-		return rdb.Entry{}, nil, fmt.Errorf("topic %q: %w", m.TopicName(), err)
+		return rdb.Entry{}, nil, err
 	}
 	if err := p.c.checkContent(o.topic, o.content); err != nil {
 		return rdb.Entry{}, nil, err
@@ -178,20 +177,34 @@ func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time) 
 	return rdb.DueEntry(key, o.content, o.dueMs, t.Type == RangeMerge, wake), t, nil
 }
 
-// nilMessage reports whether m is nil, or a nil pointer to one of the
-// message types (whose methods would dereference it).
-func nilMessage(m OutgoingMessage) bool {
-	switch m := m.(type) {
-	case nil:
-		return true
-	case *RangeMergeMessage:
-		return m == nil
-	case *PriorityMessage:
-		return m == nil
-	case *FixedTimeMessage:
-		return m == nil
+// prepareMessage validates m as of now. Only this package's message types
+// implement OutgoingMessage (prepare is unexported), alone or embedded in a
+// caller's struct; a nil one (a typed nil pointer, or a nil pointer embedded)
+// dereferences nil on its value receiver, which this reports as
+// ErrInvalidMessage. Any other panic is not ours to hide.
+func prepareMessage(m OutgoingMessage, now time.Time) (o outgoing, err error) {
+	if m == nil {
+		return outgoing{}, fmt.Errorf("%w: nil message", ErrInvalidMessage)
 	}
-	return false
+	defer func() {
+		if r := recover(); r != nil {
+			if re, ok := r.(runtime.Error); !ok || !nilReceiver(re) {
+				panic(r)
+			}
+			o, err = outgoing{}, fmt.Errorf("%w: nil message (%T)", ErrInvalidMessage, m)
+		}
+	}()
+	if o, err = m.prepare(now); err != nil {
+		return outgoing{}, fmt.Errorf("topic %q: %w", m.TopicName(), err)
+	}
+	return o, nil
+}
+
+// nilReceiver reports whether a runtime panic is a method called on a nil
+// pointer: a nil dereference, or a value method called through a nil pointer.
+func nilReceiver(re runtime.Error) bool {
+	msg := re.Error()
+	return strings.Contains(msg, "nil pointer dereference") || strings.Contains(msg, "called using nil")
 }
 
 // checkContent validates a message content.

@@ -84,6 +84,17 @@ func keyCount(t *testing.T, b testenv.Backend, ns string) int {
 	return n
 }
 
+// Structs that embed a pointer to a message type implement OutgoingMessage
+// through it; left nil, they are a nil message.
+type (
+	embeddedRangeMerge struct{ *rmq.RangeMergeMessage }
+	embeddedPriority   struct{ *rmq.PriorityMessage }
+	embeddedFixedTime  struct {
+		*rmq.FixedTimeMessage
+		Note string
+	}
+)
+
 func TestSendRejectsBadInputAndStoresNothing(t *testing.T) {
 	b := testenv.Mini(t)
 	ctx := context.Background()
@@ -101,6 +112,9 @@ func TestSendRejectsBadInputAndStoresNothing(t *testing.T) {
 		{"nil RangeMergeMessage", (*rmq.RangeMergeMessage)(nil), rmq.ErrInvalidMessage},
 		{"nil PriorityMessage", (*rmq.PriorityMessage)(nil), rmq.ErrInvalidMessage},
 		{"nil FixedTimeMessage", (*rmq.FixedTimeMessage)(nil), rmq.ErrInvalidMessage},
+		{"nil RangeMergeMessage embedded", embeddedRangeMerge{}, rmq.ErrInvalidMessage},
+		{"nil PriorityMessage embedded", &embeddedPriority{}, rmq.ErrInvalidMessage},
+		{"nil FixedTimeMessage embedded", embeddedFixedTime{}, rmq.ErrInvalidMessage},
 		{"empty content", rmq.PriorityMessage{Topic: "prio", Priority: 20}, rmq.ErrEmptyContent},
 		{"content too large", rmq.PriorityMessage{Topic: "prio", Content: make([]byte, 17), Priority: 20}, rmq.ErrContentTooLarge},
 		{"priority 16", rmq.PriorityMessage{Topic: "prio", Content: []byte("x"), Priority: 16}, rmq.ErrInvalidPriority},
