@@ -157,10 +157,15 @@ func (t *thread) popEarly() time.Duration {
 
 // lingerHeld returns when to look at s again now that it delivered messages,
 // and whether its pending outcomes may wait until then: commits wait for the
-// slot's next call, at most the lookahead linger; anything else goes at once.
+// slot's next call, at most the lookahead linger; anything else goes at once,
+// and so do commits while a copy of a held message waits in store, due
+// (heldBack): the commit of the one delivered may be what it waits for.
 func (t *thread) lingerHeld(s *slotState, now time.Time) (time.Time, bool) {
 	if len(s.pending) == 0 {
 		return s.next, s.lingering
+	}
+	if s.heldBack {
+		return time.Time{}, false
 	}
 	for _, o := range s.pending {
 		if o.Action() != rdb.Commit {

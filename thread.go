@@ -58,7 +58,10 @@ type slotState struct {
 	wokeBusy time.Time
 	parked   bool      // empty: looked at again on a wake-up or after the idle sweep (idleslots.go)
 	held     []heldMsg // popped ahead of their due time, in due order (lookahead.go)
-	moving   int       // pops refused in a row while its hash slot moves (nodebackoff.go)
+	// heldBack: the last pop left a due copy of a held message in store
+	// (rdb.CycleResult.HeldBack), so held commits do not linger (lingerHeld).
+	heldBack bool
+	moving   int // pops refused in a row while its hash slot moves (nodebackoff.go)
 	// fenced: a cycle was refused, another owner holding the slot; pending
 	// holds restores alone from then on, sent without the fence (request).
 	fenced bool
@@ -356,7 +359,7 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 		t.release(hard, s)
 		return
 	}
-	s.pending, s.lingering, s.moving = s.pending[:0], false, 0
+	s.pending, s.lingering, s.moving, s.heldBack = s.pending[:0], false, 0, res.HeldBack
 	if call.req.Ahead > 0 || len(s.held) > 0 {
 		t.afterAheadPop(hard, s, res, call.sent, now)
 		return

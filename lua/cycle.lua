@@ -50,7 +50,10 @@
 -- prepare timeout), -1 for never, now when the batch came back full or a
 -- content was left for the next call (see pop), or -2 when
 -- the caller does not hold the slot: then the third element is the owner
--- record ("" for none), and nothing was settled or popped. Each popped
+-- record ("" for none), and nothing was settled or popped. now is negated
+-- when the pop left a content within reach in store because its copy is in
+-- prepare (held by a lookahead, say): that one can go once the copy in
+-- prepare is settled, which next does not tell. Each popped
 -- member went to prepare with score second * 1000 + retries left, retries
 -- left being its store score when that is at most 16, else 16, and second
 -- floor(now µs / 10^6), or floor(due ms / 1000) for a member popped ahead of

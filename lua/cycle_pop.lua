@@ -93,10 +93,11 @@ end
 -- would remove the new delivery it never saw. It stops before such a content
 -- (a later call, which does not carry the commit, goes on from it, so the
 -- pop order holds). It returns how many it popped, whether it gave up on
--- many held-back entries, and whether it stopped so.
+-- many held-back entries, whether it stopped so, and whether it left any
+-- content within reach in store for its copy in prepare.
 local function pop(out)
   local guarded = preparing > 0
-  local deferred = false
+  local deferred, heldBack = false, false
   local popped, offset, budget = 0, 0, 4 * max + SCAN_SLACK
   -- Appends keep their own lengths: # searches the table each time.
   local padd, np, no = {}, 0, #out
@@ -164,11 +165,12 @@ local function pop(out)
       end
     end
     popped = popped + took
+    if skipped > 0 then heldBack = true end
     if deferred or skipped == 0 or got < want then break end
     offset = offset + skipped
   end
   local first
   if firstFits and popped > LISTPACK_ENTRIES then first = string.rep(SKIPLIST_FIRST_UNIT, SKIPLIST_FIRST_UNITS) end
   if popped > 0 then addPrepare(padd, np, first) end
-  return popped, budget <= 0, deferred
+  return popped, budget <= 0, deferred, heldBack
 end

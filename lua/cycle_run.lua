@@ -74,12 +74,13 @@ retrying = redis.call('ZCARD', retry)
 if preparing > 0 then reclaim() end
 if retrying > 0 then promote() end
 local out = {nowUs, -1}
-local popped, crowded, deferred = pop(out)
+local popped, crowded, deferred, heldBack = pop(out)
 if popped >= max or deferred then
   out[2] = nowMs
 else
   out[2] = nextDue(crowded, popped)
 end
+if heldBack then out[1] = -nowUs end
 if popped >= 4 then
   local runs = runsOf(out, popped)
   if runs then return asRuns(out, popped, runs) end

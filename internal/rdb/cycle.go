@@ -136,11 +136,15 @@ type CycleRequest struct {
 
 // CycleResult is what one cycle returned.
 type CycleResult struct {
-	NowUs      int64  // Redis time when the script ran, in µs (0: the slot was empty)
-	NowMs      int64  // the same in ms
-	NextMs     int64  // when the slot next needs a look; -1 never
-	Refused    bool   // the caller does not hold the slot; nothing settled or popped
-	Owner      string // the owner record then ("" for none)
+	NowUs   int64  // Redis time when the script ran, in µs (0: the slot was empty)
+	NowMs   int64  // the same in ms
+	NextMs  int64  // when the slot next needs a look; -1 never
+	Refused bool   // the caller does not hold the slot; nothing settled or popped
+	Owner   string // the owner record then ("" for none)
+	// HeldBack: the pop left a content within reach in store, since a copy
+	// of it is in prepare (one popped ahead, held): it can go once that copy
+	// is settled, which NextMs does not tell.
+	HeldBack   bool
 	Deliveries []Delivery
 }
 

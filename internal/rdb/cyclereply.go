@@ -18,7 +18,11 @@ func parseCycle(raw []any, priority bool) (CycleResult, error) {
 	if !ok1 || !ok2 {
 		return CycleResult{}, fmt.Errorf("rmq: cycle script returned %T, %T", raw[0], raw[1])
 	}
-	res := CycleResult{NowUs: now, NowMs: now / 1000, NextMs: next}
+	held := now < 0 // a negated clock: see cycle.lua's header
+	if held {
+		now = -now
+	}
+	res := CycleResult{NowUs: now, NowMs: now / 1000, NextMs: next, HeldBack: held}
 	if next == -2 {
 		res.Refused, res.NextMs = true, -1
 		if len(raw) > 2 {
