@@ -200,7 +200,7 @@ func (c *Client) DefineTopic(ctx context.Context, t Topic) error {
 		return err
 	}
 	def := encodeTopic(t)
-	stored, err := c.broker.SaveTopic(ctx, t.Name, def)
+	stored, created, err := c.broker.SaveTopic(ctx, t.Name, def)
 	if err != nil {
 		return fmt.Errorf("rmq: define topic %q: %w", t.Name, err)
 	}
@@ -216,7 +216,15 @@ func (c *Client) DefineTopic(ctx context.Context, t Topic) error {
 	}
 	if r, ok := c.cfg.coordinator.(coordinator.TopicRecorder); ok {
 		if err := r.RecordTopic(ctx, c.cfg.namespace, t.Name, def); err != nil {
-			return fmt.Errorf("rmq: topic %q in coordinator: %w", t.Name, err)
+			err = fmt.Errorf("rmq: topic %q in coordinator: %w", t.Name, err)
+			if created && errors.Is(err, ErrTopicConflict) {
+				// The coordinator holds another definition: the one this
+				// call wrote to Redis goes again (not one written since).
+				if uerr := c.broker.UnsaveTopic(context.WithoutCancel(ctx), t.Name, def); uerr != nil {
+					return fmt.Errorf("%w; and its definition stays in Redis: %v", err, uerr)
+				}
+			}
+			return err
 		}
 	}
 	c.topics.put(c.keys, t)

@@ -44,6 +44,8 @@ var (
 	stats string
 	//go:embed hashread.lua
 	hashRead string
+	//go:embed hashdelif.lua
+	hashDelIf string
 )
 
 // cycle is the cycle script: cycle.lua (its header and arguments) and its
@@ -99,3 +101,7 @@ func Stats() string { return stats }
 // HashRead returns the source of hashread.lua: read a hash, or one of its
 // fields, on its master whatever the client's read routing.
 func HashRead() string { return hashRead }
+
+// HashDelIf returns the source of hashdelif.lua: delete a hash field only
+// while it holds a given value.
+func HashDelIf() string { return hashDelIf }

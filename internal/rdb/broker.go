@@ -13,8 +13,12 @@ import (
 // Broker is every Redis operation RMQ performs.
 type Broker interface {
 	// SaveTopic stores def for name unless a definition exists; it returns the
-	// definition stored after the call (def itself, or the earlier one).
-	SaveTopic(ctx context.Context, name, def string) (string, error)
+	// definition stored after the call (def itself, or the earlier one), and
+	// whether this call stored it.
+	SaveTopic(ctx context.Context, name, def string) (stored string, created bool, err error)
+	// UnsaveTopic deletes the definition of name if it is def: the undoing
+	// of a SaveTopic that created it, which leaves a later one alone.
+	UnsaveTopic(ctx context.Context, name, def string) error
 	// LoadTopic returns the stored definition of name; found is false if none.
 	LoadTopic(ctx context.Context, name string) (def string, found bool, err error)
 	// LoadTopics returns every stored topic definition by name.

@@ -16,6 +16,7 @@ var (
 	deleteSlotScript = redis.NewScript(lua.DeleteSlot())
 	statsScript      = redis.NewScript(lua.Stats())
 	hashReadScript   = redis.NewScript(lua.HashRead())
+	hashDelIfScript  = redis.NewScript(lua.HashDelIf())
 
 	joinScript      = redis.NewScript(lua.Join())
 	heartbeatScript = redis.NewScript(lua.Heartbeat())

@@ -9,16 +9,22 @@ import (
 
 // SaveTopic implements Broker with HSETNX, so the first definition wins and
 // concurrent definers all read the same one back.
-func (b *redisBroker) SaveTopic(ctx context.Context, name, def string) (string, error) {
+func (b *redisBroker) SaveTopic(ctx context.Context, name, def string) (string, bool, error) {
 	key := b.keys.Topics()
 	added, err := b.rdb.HSetNX(ctx, key, name, def).Result()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if added {
-		return def, nil
+		return def, true, nil
 	}
-	return fieldOnMaster(ctx, b.rdb, key, name) // the winner's, written a moment ago maybe
+	stored, err := fieldOnMaster(ctx, b.rdb, key, name) // the winner's, written a moment ago maybe
+	return stored, false, err
+}
+
+// UnsaveTopic implements Broker.
+func (b *redisBroker) UnsaveTopic(ctx context.Context, name, def string) error {
+	return hashDelIfScript.Run(ctx, b.rdb, []string{b.keys.Topics()}, name, def).Err()
 }
 
 // LoadTopic implements Broker, reading on the master (masterread.go).
