@@ -181,18 +181,36 @@ func (b *breaker) record(now time.Time, failed bool, id uint64) {
 			failures += x.failures
 		}
 	}
-	if calls >= b.cfg.MinCalls && float64(failures) >= b.cfg.FailureRatio*float64(calls) && len(b.failing) >= b.need {
+	if calls >= b.cfg.MinCalls && float64(failures) >= b.cfg.FailureRatio*float64(calls) && b.distinctFailing(now) >= b.need {
 		b.trip(now, fmt.Sprintf("%d of the last %d calls failed", failures, calls))
 	}
 }
 
 // noteFailing remembers a failed message (under mu). The set never holds more
-// than need messages: once full, the distinct-message condition is met.
+// than need messages: once full of ones within the window, the
+// distinct-message condition is met.
 func (b *breaker) noteFailing(now time.Time, id uint64) {
 	if _, ok := b.failing[id]; ok || len(b.failing) < b.need {
 		b.failing[id] = now
 		return
 	}
+	b.prune(now)
+	if len(b.failing) < b.need {
+		b.failing[id] = now
+	}
+}
+
+// distinctFailing returns how many distinct messages failed within the
+// window (under mu): the set without what left it, dropped at most a bucket
+// ago (prune).
+func (b *breaker) distinctFailing(now time.Time) int {
+	b.prune(now)
+	return len(b.failing)
+}
+
+// prune drops the failed messages that left the window (under mu), at most
+// once a bucket: the set may hold up to need of them.
+func (b *breaker) prune(now time.Time) {
 	if now.Sub(b.pruned) < breakerWindow/breakerBuckets {
 		return
 	}
@@ -201,9 +219,6 @@ func (b *breaker) noteFailing(now time.Time, id uint64) {
 		if now.Sub(at) >= breakerWindow {
 			delete(b.failing, k)
 		}
-	}
-	if len(b.failing) < b.need {
-		b.failing[id] = now
 	}
 }
 
