@@ -297,7 +297,13 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		t.release(hard, s)
 		return
 	}
-	if now := time.Now(); s.heldDue(now) {
+	now := time.Now()
+	if s.heldDue(now) && t.sub.flow.limiter.limited() {
+		// Popped ahead before a rate limit was set (none reaches ahead
+		// under one): back to store, to be popped as the limit admits them.
+		t.restoreHeld(s)
+	}
+	if s.heldDue(now) {
 		// A message popped ahead fell due: no Redis call. A look due as well
 		// comes at the next pick, behind its node's backoff (pick hands out a
 		// slot whose held message is due before it looks at the backoff).
