@@ -122,6 +122,8 @@ func (c *Client) DeadMessages(ctx context.Context, topic string, limit int) ([]D
 // RequeueDead moves dead messages of topic back to pending with fresh retries
 // (all of them, or only the given contents) and returns how many moved. They
 // are due at once; on a Priority topic they rank below every fresh priority.
+// A content that is also pending merges with it, with fresh retries: it
+// keeps that copy's due time or priority.
 // See RequeueDeadProgress to follow a large requeue.
 func (c *Client) RequeueDead(ctx context.Context, topic string, contents ...[]byte) (int64, error) {
 	return c.RequeueDeadProgress(ctx, topic, nil, contents...)

@@ -6,8 +6,10 @@
 -- ARGV[2..] optional contents to requeue; when given, only those move
 --
 -- Returns the number of messages taken out of dead. A content already pending
--- in store keeps its entry there (the two merge); otherwise it is stored with
--- score 16, which reads "due now, 16 retries left" for every topic type.
+-- in store keeps its entry there (the two merge), with fresh retries: a
+-- rolled-back one's score (its retries left, 0..16) goes up to 16; a due time
+-- or a priority stays. Otherwise it is stored with score 16, which reads "due
+-- now, 16 retries left" for every topic type.
 local members
 if #ARGV > 1 then
   members = {}
@@ -21,7 +23,7 @@ local moved = 0
 for _, m in ipairs(members) do
   -- A content named twice moves, and counts, once.
   if redis.call('ZREM', KEYS[1], m) == 1 then
-    redis.call('ZADD', KEYS[2], 'NX', 16, m)
+    redis.call('ZADD', KEYS[2], 'GT', 16, m)
     moved = moved + 1
   end
 end
