@@ -31,7 +31,8 @@ type PendingMessage struct {
 // once first, with the retries whose backoff is over, which the consumer's
 // next cycle moves to store as due at once); on a Priority topic highest priority first, then retried
 // messages, then those waiting out a retry backoff. One round trip of
-// O(log n + limit) commands; messages already handed to a consumer are not
+// O(log n + limit) commands (on a time topic, with up to 256 retries whose
+// backoff is over: any of them may come first); messages already handed to a consumer are not
 // listed. A slot outside the topic fails with ErrInvalidSlot.
 func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]PendingMessage, error) {
 	if ctx == nil {
@@ -41,7 +42,8 @@ func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]
 	if err != nil || limit <= 0 {
 		return nil, err
 	}
-	entries, err := c.broker.Pending(ctx, t.slots[slot], int64(limit), t.Type == Priority)
+	now := time.Now()
+	entries, err := c.broker.Pending(ctx, t.slots[slot], int64(limit), t.Type == Priority, now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("rmq: pending messages of topic %q slot %d: %w", topic, slot, err)
 	}
@@ -56,7 +58,6 @@ func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]
 	if t.Type != Priority {
 		// store then retry, each sorted: merge them by the store score the
 		// consumer pops by, stable
-		now := time.Now()
 		slices.SortStableFunc(out, func(a, b PendingMessage) int { return cmp.Compare(popOrder(a, now), popOrder(b, now)) })
 	}
 	return out[:min(len(out), limit)], nil

@@ -106,8 +106,10 @@ type Broker interface {
 	// Purge deletes every dead member of a slot; it returns how many.
 	Purge(ctx context.Context, keys SlotKeys) (int64, error)
 	// Pending returns up to limit members of a slot's store in pop order
-	// (priority: highest score first), then up to limit of its retry set.
-	Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool) ([]PendingEntry, error)
+	// (priority: highest score first), then up to limit of its retry set,
+	// and on a time topic those whose wait is over by nowMs that the next
+	// cycle moves to store.
+	Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool, nowMs int64) ([]PendingEntry, error)
 	// DeleteDead deletes one dead member of a slot; it reports whether it was there.
 	DeleteDead(ctx context.Context, keys SlotKeys, member []byte) (bool, error)
 	// PublishWake sends one wake-up publication (see Publication). If that

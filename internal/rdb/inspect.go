@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"math"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -26,10 +27,17 @@ type PendingEntry struct {
 	Retrying bool
 }
 
+// promoteLimit is the most retries whose wait is over that one cycle moves
+// back to store (SWEEP_LIMIT in cycle.lua).
+const promoteLimit = 256
+
 // Pending implements Broker: the first limit members of store in the order
 // the cycle pops them (time topics lowest score first, Priority highest
-// first), then the first limit of retry, soonest first; one round trip.
-func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool) ([]PendingEntry, error) {
+// first), then the first limit of retry, soonest first, and on a time topic
+// every retry whose wait is over by nowMs that the next cycle moves to store
+// (up to promoteLimit; they are popped by retries left, not by due time);
+// one round trip.
+func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool, nowMs int64) ([]PendingEntry, error) {
 	p := NewRoutedPipeline(b.rdb)
 	pipe := p.On(ctx, keys.Store) // every key of a slot shares its hash tag
 	var store *redis.ZSliceCmd
@@ -39,6 +47,11 @@ func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, p
 		store = pipe.ZRangeWithScores(ctx, keys.Store, 0, limit-1)
 	}
 	retry := pipe.ZRangeWithScores(ctx, keys.Retry, 0, limit-1)
+	var ready *redis.ZSliceCmd
+	if !priority {
+		ready = pipe.ZRangeByScoreWithScores(ctx, keys.Retry, &redis.ZRangeBy{Min: "-inf",
+			Max: strconv.FormatInt(nowMs*retryScale+retryScale-1, 10), Count: promoteLimit})
+	}
 	if err := p.Exec(ctx); err != nil {
 		return nil, err
 	}
@@ -48,6 +61,12 @@ func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, p
 	}
 	for _, z := range retry.Val() {
 		out = append(out, retryEntry(z))
+	}
+	if ready != nil {
+		// the ready ones not among the first limit: past them, in due order too
+		for _, z := range ready.Val()[min(len(ready.Val()), len(retry.Val())):] {
+			out = append(out, retryEntry(z))
+		}
 	}
 	return out, nil
 }
