@@ -87,7 +87,10 @@ end
 
 -- pop moves up to max due messages from store to prepare and appends them to
 -- out. A content whose earlier copy is still in prepare stays in store until
--- that copy is settled, so one content is never in flight twice. Nor does it
+-- that copy is settled, so one content is never in flight twice. On a
+-- RangeMerge topic a content waiting out a retry's backoff stays in store
+-- too: promote merges the two when the wait is over (the copy keeps the
+-- retry's time, its first). Nor does it
 -- take a content this call commits with a score it could write again: were
 -- this call's reply lost, the caller would send that commit again, and it
 -- would remove the new delivery it never saw. It stops before such a content
@@ -97,6 +100,7 @@ end
 -- content within reach in store for its copy in prepare.
 local function pop(out)
   local guarded = preparing > 0
+  local merging = merge == MERGE_KEEP_FIRST and retrying > 0
   local deferred, heldBack = false, false
   local popped, offset, budget = 0, 0, 4 * max + SCAN_SLACK
   -- Appends keep their own lengths: # searches the table each time.
@@ -117,14 +121,15 @@ local function pop(out)
     local got = #items / stride
     if got == 0 then break end
     budget = budget - got
-    local held
-    if guarded then
+    local held, waiting
+    if guarded or merging then
       local ms = items
       if stride == 2 then
         ms = {}
         for k = 1, #items, 2 do ms[(k + 1) / 2] = items[k] end
       end
-      held = redis.call('ZMSCORE', prepare, unpack(ms))
+      if guarded then held = redis.call('ZMSCORE', prepare, unpack(ms)) end
+      if merging then waiting = redis.call('ZMSCORE', retry, unpack(ms)) end
     end
     local took, skipped, ri, npFrom = 0, 0, 1, np
     for k = 1, #items, stride do
@@ -136,6 +141,9 @@ local function pop(out)
         s = items[k + 1]
       end
       if held and held[(k + stride - 1) / stride] then
+        skipped = skipped + 1
+        heldBack = true
+      elseif waiting and waiting[(k + stride - 1) / stride] then
         skipped = skipped + 1
       elseif committing and committing[m] then
         deferred = true -- and the ones after it, to keep the pop order
@@ -165,7 +173,6 @@ local function pop(out)
       end
     end
     popped = popped + took
-    if skipped > 0 then heldBack = true end
     if deferred or skipped == 0 or got < want then break end
     offset = offset + skipped
   end
