@@ -52,11 +52,14 @@ func (c *Client) SetRateLimit(ctx context.Context, topic string, l RateLimit) er
 	return c.setControl(ctx, topic, "limit", v)
 }
 
+// setControl writes one flow control of topic, which must be defined now
+// (loadTopic: not the cache, since a control of a topic another client
+// deleted would outlive it and apply to one defined again under its name).
 func (c *Client) setControl(ctx context.Context, topic, field, value string) error {
 	if err := c.checkOpen(); err != nil {
 		return err
 	}
-	t, err := c.lookupTopic(ctx, topic)
+	t, err := c.loadTopic(ctx, topic)
 	if err != nil {
 		return err
 	}
