@@ -12,7 +12,9 @@ import (
 const MaxRetries = rdb.MaxRetries
 
 // BackoffFunc returns how long a failed message waits before retry n
-// (1..MaxRetries). Zero or less retries at once.
+// (1..MaxRetries). Zero or less retries at once. New calls it once for each
+// n and keeps the waits (Redis applies them when a message fails), so a
+// random jitter in it is drawn once per client, not per message.
 type BackoffFunc func(retry int) time.Duration
 
 // ExponentialBackoff waits base before retry 1 and doubles the wait for each
