@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"cmp"
+	"hash/fnv"
 	"maps"
 	"slices"
 )
@@ -18,20 +19,36 @@ type WorkerThreads struct {
 	Threads int
 }
 
-// threadUnits lists every thread of workers, by worker and thread: the units
-// of capacity an assignment spreads slots over. A worker listed twice
-// counts once, with the most threads it was listed with.
-func threadUnits(workers []WorkerThreads) []Owner {
+// threadUnits lists every thread of workers: the units of capacity an
+// assignment spreads slots over, in the order that breaks its ties. Thread 0
+// of every worker comes first, then thread 1, and so on, so that a topic
+// with fewer slots than threads goes to as many workers as it can, not to
+// one worker's threads; the workers by name, starting at one that topic's
+// name picks (the first for ""), so that such topics do not all go to the
+// same worker. A worker listed twice counts once, with the most threads it
+// was listed with.
+func threadUnits(topic string, workers []WorkerThreads) []Owner {
 	threads := make(map[string]int, len(workers))
+	most := 0
 	for _, w := range workers {
 		if w.Worker != "" {
 			threads[w.Worker] = max(threads[w.Worker], w.Threads)
+			most = max(most, w.Threads)
 		}
 	}
+	names := slices.Sorted(maps.Keys(threads))
+	if len(names) > 0 && topic != "" {
+		h := fnv.New32a()
+		h.Write([]byte(topic))
+		k := int(h.Sum32() % uint32(len(names)))
+		names = append(names[k:], names[:k]...)
+	}
 	var units []Owner
-	for _, w := range slices.Sorted(maps.Keys(threads)) {
-		for t := range threads[w] {
-			units = append(units, Owner{Worker: w, Thread: t})
+	for t := range most {
+		for _, w := range names {
+			if t < threads[w] {
+				units = append(units, Owner{Worker: w, Thread: t})
+			}
 		}
 	}
 	return units
@@ -44,9 +61,16 @@ func threadUnits(workers []WorkerThreads) []Owner {
 // fine) while that thread exists and is within its share, so a join or leave
 // moves only slots that must move. The result is a pure function of its
 // inputs (worker order does not matter), so every worker computing it agrees.
+// Free slots go to one thread of each worker before a second thread of any
+// (see AssignTopic to spread small topics over workers too).
 func Assign(slots int, workers []WorkerThreads, prev []Owner) []Owner {
+	return assign("", slots, workers, prev)
+}
+
+// assign is Assign with the units in topic's order (threadUnits).
+func assign(topic string, slots int, workers []WorkerThreads, prev []Owner) []Owner {
 	out := make([]Owner, slots)
-	units := threadUnits(workers)
+	units := threadUnits(topic, workers)
 	if len(units) == 0 || slots == 0 {
 		return out
 	}
@@ -62,15 +86,12 @@ func Assign(slots int, workers []WorkerThreads, prev []Owner) []Owner {
 		}
 	}
 	// Shares: base each, one more for the first `extra` units, those that
-	// hold the most now (fewest moves), ties by worker and thread.
+	// hold the most now (fewest moves), ties in the units' order.
 	order := make([]int, len(units))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Or(cmp.Compare(held[b], held[a]), cmp.Compare(units[a].Worker, units[b].Worker),
-			cmp.Compare(units[a].Thread, units[b].Thread))
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(held[b], held[a]) })
 	base, extra := slots/len(units), slots%len(units)
 	share := make([]int, len(units))
 	for rank, i := range order {

@@ -19,9 +19,9 @@ type avoider struct {
 	stuck   map[int]bool // slots every worker declines: moved only when nothing else can be
 }
 
-func newAvoider(slots int, workers []WorkerThreads, prev []Owner, refused map[string]map[int]bool) *avoider {
+func newAvoider(topic string, slots int, workers []WorkerThreads, prev []Owner, refused map[string]map[int]bool) *avoider {
 	a := &avoider{slots: slots, refused: refused, prev: prev, index: make(map[Owner]int), out: make([]Owner, slots),
-		units: threadUnits(workers)}
+		units: threadUnits(topic, workers)}
 	for i, u := range a.units {
 		a.index[u] = i
 	}

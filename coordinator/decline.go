@@ -125,13 +125,21 @@ type DeclineHonourer interface {
 // Like Assign it is a pure function, and given its own result as prev it
 // returns that result again.
 func AssignAvoiding(slots int, workers []WorkerThreads, prev []Owner, declined map[string][]int) []Owner {
+	return AssignTopic("", slots, workers, prev, declined)
+}
+
+// AssignTopic is AssignAvoiding for the slots of one topic: where threads
+// tie, it starts from a worker the topic's name picks, so that topics with
+// fewer slots than the workers' threads do not all go to the same workers.
+// The coordinators' leaders assign with it.
+func AssignTopic(topic string, slots int, workers []WorkerThreads, prev []Owner, declined map[string][]int) []Owner {
 	refused, stuck := effectiveDeclines(slots, workers, declined)
 	if len(refused) == 0 {
-		return Assign(slots, workers, prev)
+		return assign(topic, slots, workers, prev)
 	}
 	out := prev
 	for range avoidRounds {
-		a := newAvoider(slots, workers, out, refused)
+		a := newAvoider(topic, slots, workers, out, refused)
 		if a != nil {
 			a.stuck = stuck
 		}

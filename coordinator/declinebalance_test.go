@@ -57,7 +57,7 @@ func TestAssignAvoidingBalancedWhenPossible(t *testing.T) {
 		}
 		declined := map[string][]int{"w0": cut}
 		out := AssignAvoiding(slots, workers, Assign(slots, workers, nil), declined)
-		units := threadUnits(workers)
+		units := threadUnits("", workers)
 		refused, _ := effectiveDeclines(slots, workers, declined)
 		if !balancedFeasible(slots, units, refused) {
 			continue

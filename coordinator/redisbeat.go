@@ -83,7 +83,7 @@ func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, erro
 		return r.interval(), nil
 	}
 	end := r.renewals.settled(sent, int64(r.replicaLag())) + int64(r.cfg.LeaseTTL-r.margin())
-	if end > r.leaseEnd && b.Epoch == r.applied {
+	if end > r.leaseEnd && (b.Epoch == r.applied || r.revokedAll) {
 		// Only a worker that applied the latest assignment keeps its leases:
 		// one that has not (Redis failing the read, the loop held in a call)
 		// lets them run out, so a slot it should have handed over is never
@@ -92,7 +92,10 @@ func (r *redisRun) beatOnce(ctx context.Context, id string) (time.Duration, erro
 		// fail: reconcile.) A lease that ran out stays out (another worker
 		// may hold its slot by now): the loop gives it up and claims the
 		// slot afresh if it is still assigned here (lapsed in redisslots.go).
-		// A revoked lease is never extended past its drain deadline (endBy).
+		// A revoked lease is never extended past its drain deadline (endBy):
+		// a leaving worker's leases are all revoked (revokedAll), and go on
+		// while their listeners finish, the leave's own announcement having
+		// brought a new assignment it never applies.
 		r.leaseEnd = end
 		now := monoNow()
 		for g, by := range r.leases {

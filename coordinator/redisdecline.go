@@ -37,27 +37,29 @@ type givenUp struct {
 }
 
 // gaveUp returns the owner records of topic that its live holders (those
-// true in alive) gave up (redisWorker.GaveUp), nil if none is live. A
-// holder lists a record only once the slot's lease ended there, and never
-// uses a listed record again: its slot stays held there until the record
-// is written back, which ends the record.
-func (r *redisRun) gaveUp(ctx context.Context, topic string, alive map[string]bool) (map[givenUp]bool, error) {
+// true in alive) gave up (redisWorker.GaveUp), nil if none is live, and
+// how long to wait for each live holder before claiming over it
+// (patienceFor). A holder lists a record only once the slot's lease ended
+// there, and never uses a listed record again: its slot stays held there
+// until the record is written back, which ends the record.
+func (r *redisRun) gaveUp(ctx context.Context, topic string, alive map[string]bool) (map[givenUp]bool, map[string]time.Duration, error) {
 	live := false
 	for _, a := range alive {
 		live = live || a
 	}
 	if !live {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if r.descs == nil { // once per reconcile
 		descs, err := r.co.Workers(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("rmq: redis coordinator: read workers: %w", err)
+			return nil, nil, fmt.Errorf("rmq: redis coordinator: read workers: %w", err)
 		}
 		r.descs = descs
 	}
 	descs := r.descs
 	out := make(map[givenUp]bool)
+	patience := make(map[string]time.Duration)
 	for w, a := range alive {
 		var d redisWorker
 		if !a || json.Unmarshal([]byte(descs[w]), &d) != nil {
@@ -66,6 +68,17 @@ func (r *redisRun) gaveUp(ctx context.Context, topic string, alive map[string]bo
 		for slot, rec := range d.GaveUp[topic] {
 			out[givenUp{slot, rec}] = true
 		}
+		patience[w] = r.patienceFor(d)
 	}
-	return out, nil
+	return out, patience, nil
+}
+
+// patienceFor is how long to wait for holder, a live worker described so,
+// to release a slot assigned elsewhere before claiming over it: its lease
+// of the slot stays valid up to its own drain timeout after it was told,
+// and its heartbeat may come a lease TTL and an interval late; at least
+// this worker's own patience (a holder that did not say).
+func (r *redisRun) patienceFor(holder redisWorker) time.Duration {
+	ttl := time.Duration(holder.TTL) * time.Millisecond
+	return max(r.patience(), time.Duration(holder.Drain)*time.Millisecond+ttl+ttl/5)
 }

@@ -11,10 +11,13 @@ import (
 // redisWorker is a worker's description in the Redis coordinator's workers
 // hash.
 type redisWorker struct {
-	Host    string                    `json:"host"`
-	PID     int                       `json:"pid"`
-	Started int64                     `json:"started"` // Unix ms
-	TTL     int64                     `json:"ttl"`     // lease TTL in ms
+	Host    string `json:"host"`
+	PID     int    `json:"pid"`
+	Started int64  `json:"started"` // Unix ms
+	TTL     int64  `json:"ttl"`     // lease TTL in ms
+	// Drain is the worker's drain timeout in ms: how long a lease of a slot
+	// it was told to give up stays valid there (see patienceFor).
+	Drain   int64                     `json:"drain,omitempty"`
 	Leaving bool                      `json:"leaving,omitempty"`
 	Topics  map[string]redisTopicSpec `json:"topics"`
 	// Declined lists per topic the slots the worker cannot serve now
@@ -36,7 +39,8 @@ type redisTopicSpec struct {
 
 // describe returns this worker's description.
 func (r *redisRun) describe(leaving bool) string {
-	w := redisWorker{PID: os.Getpid(), Started: r.started.UnixMilli(), TTL: r.cfg.LeaseTTL.Milliseconds(), Leaving: leaving,
+	w := redisWorker{PID: os.Getpid(), Started: r.started.UnixMilli(), TTL: r.cfg.LeaseTTL.Milliseconds(),
+		Drain: r.m.DrainTimeout.Milliseconds(), Leaving: leaving,
 		Topics: make(map[string]redisTopicSpec, len(r.topics))}
 	w.Host, _ = os.Hostname()
 	for name, t := range r.topics {
@@ -164,7 +168,7 @@ func (r *redisRun) lead(ctx context.Context, id string, version int64) error {
 			r.log.Warn("rmq: redis coordinator: unreadable assignment; computing a new one", "topic", topic, "err", err)
 			prev = nil
 		}
-		next := AssignAvoiding(slots[topic], units[topic], prev, declines.Honoured(topic))
+		next := AssignTopic(topic, slots[topic], units[topic], prev, declines.Honoured(topic))
 		if enc := encodeAssignment(next); enc != stored[i] {
 			changed[topic] = enc
 		}

@@ -23,6 +23,13 @@ func (r *redisRun) leave(ctx context.Context) {
 	id := r.id
 	r.mu.Unlock()
 	if id == "" {
+		if tried := r.joinTried; tried != "" {
+			// A join whose reply did not come may have made the member,
+			// which the leader then gives slots nobody serves: end it.
+			if err := r.leaveStep(ctx, func(ctx context.Context) error { return r.co.Leave(ctx, tried) })(); err != nil {
+				r.log.Warn("rmq: redis coordinator: ending a join of unknown outcome failed; it expires a lease TTL after it was made", "id", tried, "err", err)
+			}
+		}
 		return
 	}
 	var moves rdb.SlotMoves // one row for the leave's calls: the membership lapses a lease TTL into a split anyway
@@ -55,6 +62,9 @@ func (r *redisRun) leave(ctx context.Context) {
 			all = append(all, heldSlot{t, c})
 		}
 	}
+	r.mu.Lock()
+	r.revokedAll = true
+	r.mu.Unlock()
 	ctx, cancel := r.drain(ctx, all)
 	defer cancel()
 	end := r.leaveStep(ctx, func(ctx context.Context) error { return r.co.Leave(ctx, id) })

@@ -42,8 +42,11 @@ type redisRun struct {
 	renewals renewals // the latest confirmed renewals of this incarnation
 	expired  bool     // the membership expired: lose everything, join again
 	leaving  bool     // Run is ending: lead no more, take no slot
-	last     rdb.Beat // the last heartbeat's news
-	applied  int64    // the assignment epoch the last complete reconcile applied
+	// revokedAll: the leave revoked every lease, each bounded by its drain
+	// deadline, so the heartbeat extends them whatever the assignment says.
+	revokedAll bool
+	last       rdb.Beat // the last heartbeat's news
+	applied    int64    // the assignment epoch the last complete reconcile applied
 	// leases holds the leases handed out and not yet released, each with
 	// the monotonic ns past which it is never extended: its drain deadline
 	// once revoked (endBy), noDeadline before.
@@ -53,6 +56,9 @@ type redisRun struct {
 	started     time.Time
 	suffix      string // random, drawn once per Run: Runs sharing a WorkerID join under different ids
 	incarnation int
+	// joinTried: the id of a join that failed, whose reply may have been
+	// lost with the member made; the leave ends it (loop goroutine only).
+	joinTried   string
 	epochSeen   int64
 	versionSeen int64
 	busy        bool // a handover is under way: look again soon
@@ -189,7 +195,11 @@ func (r *redisRun) run(ctx context.Context) error {
 			return nil
 		case <-ctx.Done():
 			timer.Stop()
-			r.leave(background)
+			// Not cut by an abandonment (which ends the heartbeat and the
+			// calls of the loop): each of the leave's calls has its own
+			// bound, and what is left after one is bounded by a second
+			// (drain), to tell the group this process left.
+			r.leave(context.WithoutCancel(background))
 			return nil
 		case <-r.m.Declines.Changed():
 			r.describeDirty.Store(true)
@@ -306,8 +316,10 @@ func (r *redisRun) join(ctx context.Context) error {
 	expiry, err := r.co.Join(ctx, id, r.cfg.LeaseTTL, r.describe(false), false)
 	if err != nil {
 		r.incarnation--
+		r.joinTried = id
 		return fmt.Errorf("rmq: redis coordinator join: %w", err)
 	}
+	r.joinTried = ""
 	if expiry < 0 {
 		return fmt.Errorf("rmq: redis coordinator join of %s refused", id)
 	}

@@ -232,11 +232,10 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 	if err != nil {
 		return err
 	}
-	gaveUp, err := r.gaveUp(ctx, t.Topic, alive)
+	gaveUp, patienceOf, err := r.gaveUp(ctx, t.Topic, alive)
 	if err != nil {
 		return err
 	}
-	patience := r.patience()
 	now := time.Now()
 	var claimKeys []string
 	var claimSlots []int
@@ -252,7 +251,7 @@ func (r *redisRun) claim(ctx context.Context, t *redisTopic, id string) error {
 				w = waited{record: rec, since: now} // a new holder, or a new claim: its lease may have just begun
 				t.waiting[slot] = w
 			}
-			if now.Sub(w.since) < patience {
+			if patience := max(r.patience(), patienceOf[h]); now.Sub(w.since) < patience {
 				r.busy = true
 				continue
 			}

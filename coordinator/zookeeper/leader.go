@@ -154,7 +154,7 @@ func (r *membership) assignTopic(topic string, workers []coordinator.WorkerThrea
 		_ = json.Unmarshal(data, &prev) // unreadable: start afresh
 	}
 	prevOwners := prev.owners()
-	next := coordinator.AssignAvoiding(slots, workers, prevOwners, declined)
+	next := coordinator.AssignTopic(topic, slots, workers, prevOwners, declined)
 	if slices.Equal(next, prevOwners) {
 		return nil
 	}
