@@ -232,6 +232,9 @@ func (c *Client) Close(ctx context.Context) error {
 	c.broker.Close(ctx)
 	c.stats.close(ctx)
 	c.hardCancel()
+	if err == nil {
+		err = ctx.Err() // it ended before Close was done: the producer's waits were cut
+	}
 	return err
 }
 
