@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rmq-go/rmq/coordinator"
 	"github.com/rmq-go/rmq/internal/rdb"
 )
@@ -223,8 +224,9 @@ func WithSendStream(on bool) Option {
 // master but may be lost if the master dies before its replicas have it. With
 // it, an acknowledged Send survives a failover to a replica that
 // acknowledged it. Default: no wait (a Send returns once the master stored
-// the message). replicas at least 1; timeout 1ms..1m, and below the go-redis
-// client's ReadTimeout so that the wait is not taken for a silent server.
+// the message). replicas at least 1; timeout 1ms..1m, and with 200 ms to spare
+// below the go-redis client's ReadTimeout (New checks it) so that the wait
+// is not taken for a silent server.
 // A server with nothing else to do notices that a WAIT timed out at its next
 // periodic wake-up (10 a second by default, the hz setting), so a wait that
 // finds too few replicas may take up to about 100 ms past timeout (measured on
@@ -242,4 +244,30 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 		}
 		c.replicaAck = rdb.ReplicaAck{Replicas: replicas, Timeout: timeout}
 	}
+}
+
+// replicaAckSlack is how much later than its timeout a WAIT may answer (a
+// server with nothing else to do notices at its next periodic wake-up).
+const replicaAckSlack = 200 * time.Millisecond
+
+// checkReplicaAck refuses a replica ack whose wait, with its slack, the
+// client's ReadTimeout would cut: the WAIT would read as a silent server.
+func checkReplicaAck(client redis.UniversalClient, ack rdb.ReplicaAck) error {
+	if ack.Replicas == 0 {
+		return nil
+	}
+	var read time.Duration
+	switch c := client.(type) {
+	case *redis.Client:
+		read = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		read = c.Options().ReadTimeout
+	case *redis.Ring:
+		read = c.Options().ReadTimeout
+	}
+	if read > 0 && ack.Timeout+replicaAckSlack > read {
+		return fmt.Errorf("%w: replica ack timeout %v needs %v to spare below the Redis client's ReadTimeout %v",
+			ErrInvalidOption, ack.Timeout, replicaAckSlack, read)
+	}
+	return nil
 }

@@ -86,6 +86,27 @@ func TestReplicaAckOptionIsChecked(t *testing.T) {
 		_, err := rmq.New(b.Redis, rmq.WithReplicaAck(tc.replicas, tc.timeout))
 		assert.ErrorIs(t, err, rmq.ErrInvalidOption, "%d replicas, %v", tc.replicas, tc.timeout)
 	}
+	// The wait must end, with its slack, before the client's ReadTimeout, or
+	// it reads as a silent server: Sends written again, a timeout returned.
+	addr := b.Mini.Addr()
+	for _, tc := range []struct {
+		read, ack time.Duration
+		ok        bool
+	}{{time.Second, time.Second, false}, {time.Second, 900 * time.Millisecond, false},
+		{time.Second, 800 * time.Millisecond, true}, {-1, time.Minute, true}} {
+		rc := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: tc.read})
+		_, err := rmq.New(rc, rmq.WithReplicaAck(1, tc.ack))
+		if tc.ok {
+			assert.NoError(t, err, "ReadTimeout %v, ack %v", tc.read, tc.ack)
+		} else {
+			assert.ErrorIs(t, err, rmq.ErrInvalidOption, "ReadTimeout %v, ack %v", tc.read, tc.ack)
+		}
+		rc.Close()
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ReadTimeout: 500 * time.Millisecond})
+	defer cc.Close()
+	_, err := rmq.New(cc, rmq.WithReplicaAck(1, 500*time.Millisecond))
+	assert.ErrorIs(t, err, rmq.ErrInvalidOption, "a Cluster client's ReadTimeout")
 }
 
 // waitForReplicas waits until the master counts n connected replicas that

@@ -96,6 +96,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(cfg.errs) > 0 {
 		return nil, cfg.errs[0]
 	}
+	if err := checkReplicaAck(client, cfg.replicaAck); err != nil {
+		return nil, err
+	}
 	if cfg.coordinator == nil {
 		cfg.coordinator = coordinator.NewRedis(client, coordinator.RedisConfig{Logger: cfg.logger})
 	}
