@@ -143,7 +143,7 @@ func (c *Client) Start(ctx context.Context) error {
 // cancelled, the coordinator's calls under way are cancelled, and Shutdown
 // returns ctx.Err() once no goroutine of the consumers touches Redis any
 // more. That is one Redis call after ctx ends: at most the go-redis
-// client's DialTimeout plus its ReadTimeout (5 s + 3 s by default) when
+// client's DialTimeout plus its ReadTimeout (5 s each by default) when
 // Redis is unreachable, milliseconds otherwise; then up to 1 s to tell the
 // group this process left and 1 s to remove its presence entry (each up to
 // the ReadTimeout when the client's reads do not heed a ctx's deadline, as

@@ -10,7 +10,7 @@ import (
 // and export them to whatever monitoring you use.
 type Metrics struct {
 	Sent        int64 // messages stored by Send and SendBatch
-	SendRetries int64 // Sends written again after their connection failed (see WithSendStream)
+	SendRetries int64 // Sends written again after a retryable failure: a broken connection, a Cluster redirection (MOVED, ASK), a refusal such as LOADING (see WithSendStream)
 	// SendsAbandoned are Sends whose ctx ended while they waited to be
 	// written: they returned ctx.Err() and were not written, so not stored.
 	SendsAbandoned int64

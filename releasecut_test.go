@@ -167,7 +167,7 @@ func TestClusterReleaseIntoACutMasterHoldsTheThreadOnce(t *testing.T) {
 		t.Fatal("the cut slot was not released")
 	}
 
-	// The call left running ends at go-redis's read timeout (3 s by default);
+	// The call left running ends at go-redis's read timeout (5 s by default);
 	// the cut outlasts it.
 	time.Sleep(4 * time.Second)
 	p.Heal()

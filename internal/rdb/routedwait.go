@@ -15,7 +15,7 @@ import (
 // MasterWait bounds how long a bounded RoutedPipeline waits for one Cluster
 // master (Bounded). go-redis heeds a ctx's deadline on a read only with
 // ContextTimeoutEnabled, so without the bound a master out of this
-// process's reach would hold the call for the client's ReadTimeout (3 s by
+// process's reach would hold the call for the client's ReadTimeout (5 s by
 // default), and every master's answers with it.
 const MasterWait = 500 * time.Millisecond
 
