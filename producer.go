@@ -42,11 +42,11 @@ func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
 	if ctx.Done() != nil {
 		e.Member = bytes.Clone(e.Member)
 	}
+	e.Counted = &t.metrics.sent // once stored, even after this Send stopped waiting
 	err = p.c.broker.Send(ctx, e)
+	p.c.stats.start()
 	switch {
 	case err == nil:
-		t.metrics.sent.Add(1)
-		p.c.stats.start()
 		return nil
 	case errors.Is(err, rdb.ErrClosedInFlight):
 		return fmt.Errorf("%w before Redis answered: the message to topic %q slot %d may have been stored", ErrClosed, t.Name, e.Wake.Slot)
@@ -140,7 +140,7 @@ func ownContents(entries []rdb.Entry) {
 func (p *Producer) counted(topics []*topicInfo, errs []error) {
 	stored := false
 	for i, t := range topics {
-		if errs == nil || errs[i] == nil {
+		if errs == nil || rdb.Stored(errs[i]) {
 			t.metrics.sent.Add(1)
 			stored = true
 		}

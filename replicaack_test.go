@@ -58,6 +58,8 @@ func TestReplicaAck(t *testing.T) {
 			st, err = strict.Stats(ctx, "acked")
 			require.NoError(t, err)
 			assert.EqualValues(t, 2, st.Store, "an unconfirmed message is still stored on the master")
+			assert.EqualValues(t, 2, strict.Metrics().Sent, "stored, unconfirmed: counted as sent")
+			assert.EqualValues(t, 2, strict.TopicMetrics()[0].Sent, "stored, unconfirmed: counted as sent")
 		})
 	}
 

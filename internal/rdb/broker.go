@@ -6,6 +6,7 @@ package rdb
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -135,6 +136,9 @@ type Entry struct {
 	Member []byte
 	NX     bool // add only if absent (RangeMerge keeps the first due time)
 	Wake   Wake
+	// Counted, if set, counts the entry once Redis stored it (Send: the
+	// topic's Sent, whether or not the Send was still waiting).
+	Counted *atomic.Int64
 	// Node is the Cluster node a redirection named for the entry's next
 	// write ("" for the one the slot map names), and Asking whether that
 	// write goes behind ASKING (redirect.go).

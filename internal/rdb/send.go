@@ -141,11 +141,19 @@ var requestPool = sync.Pool{New: func() any { return &request{done: make(chan st
 
 // Complete implements Completer: the reply to the request's command.
 func (r *request) Complete(err error) {
-	if err == nil {
+	if Stored(err) {
 		r.counts.Sent.Add(1)
+		if c := r.entry.Counted; c != nil {
+			c.Add(1)
+		}
 	}
 	r.finish(err)
 }
+
+// Stored reports whether the outcome of an entry's write says that Redis
+// stored it: nil, or ErrNotReplicated (stored on the master, not confirmed
+// by enough replicas).
+func Stored(err error) bool { return err == nil || errors.Is(err, ErrNotReplicated) }
 
 // finish records the outcome and wakes the Send waiting for it.
 func (r *request) finish(err error) {

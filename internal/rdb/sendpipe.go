@@ -47,6 +47,9 @@ func (p *sendPipe) write(batch []*request) {
 		if errs != nil {
 			err = errs[i]
 		}
+		if c := r.entry.Counted; c != nil && Stored(err) {
+			c.Add(1) // store counted the client's Sent
+		}
 		r.finish(err)
 	}
 }
@@ -175,8 +178,15 @@ func (b *redisBroker) storeOn(ctx context.Context, client pipeliner, entries []E
 	stored := int64(len(entries))
 	for i, g := range groups {
 		err := cmds[i].Err()
-		if err == nil {
-			err = verdict
+		if err == nil && verdict != nil {
+			// stored, not acknowledged: counted as stored, failed all the same
+			if errs == nil {
+				errs = make([]error, len(entries))
+			}
+			for _, e := range g.entries {
+				errs[e] = verdict
+			}
+			continue
 		}
 		if err == nil {
 			continue
