@@ -167,6 +167,10 @@ func (r *request) finish(err error) {
 // returns ctx.Err(). A resend that Close refuses returns ErrClosedInFlight:
 // the failed write may have run.
 func (s *sender) send(ctx context.Context, e Entry) error {
+	if err := ctx.Err(); err != nil {
+		s.counts.Abandoned.Add(1) // never queued, as a writer drops it (dropEnded)
+		return err
+	}
 	r := requestPool.Get().(*request)
 	r.entry, r.counts, r.ctx = e, s.counts, ctx
 	retries, deadWrites := 0, 0
@@ -223,7 +227,10 @@ func (s *sender) queue(r *request) {
 	}
 	s.working++
 	s.mu.Unlock()
-	if !s.duplex {
+	if !s.duplex || (r.ctx != nil && r.ctx.Done() != nil) {
+		// A Send whose ctx can end does not write itself: a write may wait
+		// (behind the last WAIT for replicas, or a full socket to a frozen
+		// server), and the Send must return when its ctx ends.
 		go s.writeQueued(-1)
 		return
 	}
