@@ -256,28 +256,33 @@ func (c *Client) abandon() {
 }
 
 // callGate lets calls through until it is shut; shut waits for the calls
-// inside to leave.
+// inside to leave. enter never waits: a call that comes while shut waits is
+// refused at once (a read-write lock would hold it until the calls inside
+// had left).
 type callGate struct {
-	mu     sync.RWMutex
+	mu     sync.Mutex
 	closed bool
+	inside sync.WaitGroup // Add only under mu while open, so never beside Wait at zero
 }
 
 // enter reports whether a call may go ahead; if so, leave must follow.
 func (g *callGate) enter() bool {
-	g.mu.RLock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.closed {
-		g.mu.RUnlock()
 		return false
 	}
+	g.inside.Add(1)
 	return true
 }
 
 // leave ends a call that entered.
-func (g *callGate) leave() { g.mu.RUnlock() }
+func (g *callGate) leave() { g.inside.Done() }
 
 // shut refuses further calls and waits until every call inside has left.
 func (g *callGate) shut() {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
+	g.inside.Wait()
 }

@@ -91,6 +91,9 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 		}
 		entries[i], topics[i] = e, t
 	}
+	if err := ctx.Err(); err != nil {
+		return err // nothing written
+	}
 	if ctx.Done() != nil {
 		ownContents(entries)
 	}

@@ -40,7 +40,8 @@ type Broker interface {
 	// leave them), each followed by the wake-ups of its entries; pubs follow
 	// the last. It returns nil when every entry was stored, else one error per
 	// entry (nil where that entry was stored): after a pipeline with a failed
-	// entry, or once ctx has ended, the rest are not sent. The second result
+	// entry (one stored but not acknowledged by replicas, ErrNotReplicated,
+	// does not count), or once ctx has ended, the rest are not sent. The second result
 	// is the first failed publication's error, which is also logged: the
 	// entries are stored, and consumers find them at their next idle sweep.
 	Enqueue(ctx context.Context, entries []Entry, pubs []Publication) ([]error, error)

@@ -87,21 +87,38 @@ func (b *redisBroker) Enqueue(ctx context.Context, entries []Entry, pubs []Publi
 		if pubErr == nil {
 			pubErr = err
 		}
-		rest := ctx.Err()
 		if chunkErrs != nil {
+			if errs == nil {
+				errs = make([]error, len(entries))
+			}
+			copy(errs[start:], chunkErrs)
+		}
+		rest := ctx.Err()
+		if !allStored(chunkErrs) {
 			rest = errNotSent
 		}
-		if rest == nil || (chunkErrs == nil && end == len(entries)) {
-			continue
+		if rest == nil || end == len(entries) {
+			continue // a pipeline stored but not acknowledged (ErrNotReplicated) goes on
 		}
-		errs = make([]error, len(entries))
-		copy(errs[start:], chunkErrs)
+		if errs == nil {
+			errs = make([]error, len(entries))
+		}
 		for i := end; i < len(entries); i++ {
 			errs[i] = rest
 		}
 		break
 	}
 	return errs, pubErr
+}
+
+// allStored reports whether every outcome of errs (nil: all) says stored.
+func allStored(errs []error) bool {
+	for _, err := range errs {
+		if !Stored(err) {
+			return false
+		}
+	}
+	return true
 }
 
 // zaddGroup is one ZADD of several members to one key.

@@ -234,7 +234,10 @@ func (c *streamConn) armDeadline(armed time.Time, holding bool, progress time.Ti
 		c.mu.Unlock()
 	}
 	want = want.Add(c.readTimeout)
-	if want.Before(armed) || want.Sub(armed) > c.readTimeout/4 {
+	// A deadline kept for being close to the one wanted, but already past,
+	// would fail every wait at once: the reader would spin until the reply
+	// is overdue.
+	if want.Before(armed) || want.Sub(armed) > c.readTimeout/4 || !time.Now().Before(armed) {
 		c.nc.SetReadDeadline(want)
 		return want
 	}
