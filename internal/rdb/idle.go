@@ -20,7 +20,9 @@ const idleCheckSlots = 300
 // refused (TRYAGAIN: some of its keys missing on both); that is no failure,
 // and it counts as empty: wake-ups are still published on the slot's
 // channel, and its channel's move to the new master, which follows the
-// slot's, wakes it (shardsub.go). The other slots' answers stand.
+// slot's, wakes it (shardsub.go). The other slots' answers stand, and so
+// they do when a master fails: a slot found waiting on another answers true;
+// the failure is returned only when none was.
 func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, error) {
 	if len(slots) == 0 {
 		return false, nil
@@ -45,6 +47,7 @@ func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, e
 	}
 	_ = p.Exec(ctx) // each command carries its own error
 	moving := 0
+	var failed error
 	for _, c := range cmds {
 		switch err := c.Err(); {
 		case err == nil:
@@ -54,8 +57,13 @@ func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, e
 		case SlotMoving(err): // Exec asked for a reload of the slot map
 			moving++
 		default:
-			return false, err
+			if failed == nil {
+				failed = err
+			}
 		}
+	}
+	if failed != nil {
+		return false, failed
 	}
 	if moving > 0 {
 		b.log.Debug("rmq: idle sweep: slots whose hash slot moves were refused; their wake-ups, and the "+
