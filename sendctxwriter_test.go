@@ -43,3 +43,25 @@ func TestSendThatWritesHeedsItsCtx(t *testing.T) {
 	}
 	require.ErrorIs(t, <-first, rmq.ErrNotReplicated)
 }
+
+// A Send whose ctx ends while the send stream dials returns with its ctx:
+// here the stream's first dial meets a partition (the TCP connection is
+// accepted, the handshake's CLIENT SETNAME gets no reply).
+func TestSendHeedsItsCtxWhileTheStreamDials(t *testing.T) {
+	b := testenv.Single(t)
+	part := testenv.StartPartition(t, b.Redis.(*redis.Client).Options().Addr)
+	rc := redis.NewClient(&redis.Options{Addr: part.Addr(), ClientName: "dialling"})
+	defer rc.Close()
+	c := newClientIn(t, testenv.Backend{Name: "via", Redis: rc}, testenv.Namespace(t, b))
+	define(t, c, "p", 8, rmq.Priority)
+	part.Cut()
+	defer part.Heal()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "p", Content: []byte("a"), Priority: 20})
+	took := time.Since(start)
+	t.Logf("Send with a ctx of 300ms returned after %v: %v", took.Round(time.Millisecond), err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, took, 1500*time.Millisecond, "Send outlived its ctx")
+}

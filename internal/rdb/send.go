@@ -71,6 +71,14 @@ type gatherer interface {
 	electYields() int
 }
 
+// blocker is a duplex strategy that can tell when its next write may wait
+// (a dial, a WAIT for replicas, a server that stopped reading): a Send whose
+// ctx can end then leaves the write to a goroutine, so that it returns when
+// its ctx ends. Asked by the elected writer only.
+type blocker interface {
+	mayBlock() bool
+}
+
 const (
 	// maxWriterRounds is how many writes a Send elected writer of a duplex
 	// strategy makes before it hands the role to a goroutine and returns to
@@ -106,6 +114,7 @@ type sender struct {
 	// electYields is how often a Send elected writer yields first while
 	// commands are in flight (duplex only).
 	electYields int
+	blocker     blocker // nil if the strategy is not one
 
 	mu      sync.Mutex
 	pending []*request   // queued, not yet taken by a writer
@@ -119,6 +128,7 @@ func newSender(st strategy, counts *SendCounts) *sender {
 	if g, ok := st.(gatherer); ok {
 		s.electYields = g.electYields()
 	}
+	s.blocker, _ = st.(blocker)
 	if !s.duplex {
 		s.writers = maxPipelines
 	}
@@ -227,10 +237,10 @@ func (s *sender) queue(r *request) {
 	}
 	s.working++
 	s.mu.Unlock()
-	if !s.duplex || (r.ctx != nil && r.ctx.Done() != nil) {
-		// A Send whose ctx can end does not write itself: a write may wait
-		// (behind the last WAIT for replicas, or a full socket to a frozen
-		// server), and the Send must return when its ctx ends.
+	if !s.duplex || (r.ctx != nil && r.ctx.Done() != nil && s.blocker != nil && s.blocker.mayBlock()) {
+		// A Send whose ctx can end does not write itself when the write may
+		// wait (blocker): it must return when its ctx ends. Otherwise it
+		// writes at once, gathering the Sends that come meanwhile.
 		go s.writeQueued(-1)
 		return
 	}

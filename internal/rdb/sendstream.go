@@ -124,6 +124,20 @@ func (s *sendStream) write(batch []*request) {
 // duplex implements strategy.
 func (s *sendStream) duplex() bool { return true }
 
+// mayBlock implements blocker: the next write waits for a dial (no live
+// connection), for the last WAIT (writeCommands, on a stream that does not
+// park), or on a socket that may be full, the oldest unanswered write being
+// older than stallAfter (the server frozen or cut off).
+func (s *sendStream) mayBlock() bool {
+	if s.kick == nil && s.lastAck != nil && !s.lastAck.done() {
+		return true
+	}
+	s.mu.Lock()
+	cn := s.conn
+	s.mu.Unlock()
+	return cn == nil || cn.stalled(time.Now())
+}
+
 // retryAfter implements strategy: as the go-redis client retries its
 // commands.
 func (s *sendStream) retryAfter(err error, attempt int) (time.Duration, bool) {

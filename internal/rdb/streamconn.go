@@ -118,6 +118,19 @@ func (c *streamConn) expect(done []Completer) error {
 	return nil
 }
 
+// stallAfter is how long the oldest unanswered write of a connection may
+// wait for its reply before the server counts as stalled (mayBlock): a
+// healthy one answers within milliseconds.
+const stallAfter = 50 * time.Millisecond
+
+// stalled reports whether the connection failed or its oldest unanswered
+// write has waited stallAfter: a write may then block on a full socket.
+func (c *streamConn) stalled(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil || (len(c.pending) > 0 && now.Sub(c.sentAt) >= stallAfter)
+}
+
 // write puts b on the wire; a failure fails the connection.
 func (c *streamConn) write(b []byte, timeout time.Duration) {
 	if timeout > 0 {
