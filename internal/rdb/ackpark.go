@@ -29,7 +29,7 @@ const parkGrace = time.Second
 // parked before), else those parked before, then batch. It is called by the
 // writer, on a stream that parks (s.kick set).
 func (s *sendStream) park(batch []*request) []*request {
-	if s.ackOut() || s.dialAside() {
+	if s.asideBusy() || s.ackOut() || s.dialAside() {
 		s.parked = append(s.parked, batch...)
 		return nil
 	}
@@ -111,6 +111,7 @@ func (s *sendStream) closeParked(ctx context.Context) {
 			s.parked = nil
 			return
 		}
+		s.awaitAside(ctx)
 		if g := s.lastAck; g != nil {
 			g.awaitDue(ctx)
 		}

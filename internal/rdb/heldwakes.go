@@ -55,7 +55,10 @@ func (s *sendStream) holdWakes(entries []Entry) bool {
 // wake-ups are still held.
 func (s *sendStream) flushWakes(now bool) bool {
 	h := s.holding
-	if h == nil || h.since.IsZero() {
+	if h == nil || s.asideBusy() {
+		return false // a write aside owns the held wake-ups; its end brings the writer back
+	}
+	if h.since.IsZero() {
 		return false
 	}
 	if !now && time.Since(h.since) < h.hold {

@@ -170,7 +170,7 @@ func (c *sendCluster) pruneIdle(now time.Time) {
 	var idle []*sendStream
 	c.mu.Lock()
 	for addr, s := range c.streams {
-		if now.Sub(s.lastWrite) >= c.idleDrop && !s.inFlight() && s.holding.since.IsZero() && len(s.parked) == 0 {
+		if now.Sub(s.lastWrite) >= c.idleDrop && !s.asideBusy() && !s.inFlight() && s.holding.since.IsZero() && len(s.parked) == 0 {
 			delete(c.streams, addr)
 			delete(c.groups, s)
 			idle = append(idle, s)

@@ -74,6 +74,11 @@ type sendStream struct {
 	// dialing is closed when the dial under way ends; nil while none is
 	// (dialAside, a Cluster's stream).
 	dialing chan struct{}
+	// aside is closed when the write under way in a goroutine of its own
+	// ends; nil while none is (writeAside, a Cluster's stream). asides
+	// counts those goroutines, for close.
+	aside  chan struct{}
+	asides sync.WaitGroup
 }
 
 // newSendStream returns the stream of the node that client talks to, or nil
@@ -104,7 +109,16 @@ func (s *sendStream) write(batch []*request) {
 		if batch = s.park(batch); len(batch) == 0 {
 			return
 		}
+		if s.mayStall(batch) {
+			s.writeAside(batch) // writeaside.go
+			return
+		}
 	}
+	s.writeNow(batch)
+}
+
+// writeNow writes batch on the connection (write, once parking is done).
+func (s *sendStream) writeNow(batch []*request) {
 	for _, r := range batch {
 		s.entries = append(s.entries, r.entry)
 		s.done = append(s.done, r)
@@ -277,6 +291,7 @@ func (s *sendStream) close(ctx context.Context) {
 		}
 		cn.fail(ErrClosedInFlight)
 	}
+	s.asides.Wait() // a write aside ends once its connection failed
 	s.reader.Wait()
 }
 
