@@ -163,6 +163,7 @@ func (t *thread) awaitPop(s *slotState) {
 		return // nothing was settled or taken
 	}
 	s.pending = s.pending[:0]
+	t.sub.topic.metrics.shard(t.index).recordRestored(int64(len(c.res.Deliveries)))
 	for i := range c.res.Deliveries {
 		s.pending = append(s.pending, c.res.Deliveries[i].Settle(rdb.Restore))
 	}

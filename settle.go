@@ -49,16 +49,34 @@ func (t *thread) flush(hard context.Context, s *slotState) error {
 	return errUnanswered
 }
 
-// cycleErr is cycle for a call whose result only counts by its error.
+// cycleErr is cycle for a call whose result only counts by its error: a
+// refused one (another owner's record) fails with errFenced.
 func (t *thread) cycleErr(ctx context.Context, s *slotState, req *rdb.CycleRequest) error {
-	_, err := t.cycle(ctx, s, req)
+	res, err := t.cycle(ctx, s, req)
+	if err == nil && res.Refused {
+		return errFenced
+	}
 	return err
 }
 
-// flushed ends a flush that came back with err.
+// errFenced is the outcome of a flush that the slot's owner record refused:
+// nothing of it was settled.
+var errFenced = errors.New("rmq: the slot is held by another owner")
+
+// flushed ends a flush that came back with err. A refused one settled
+// nothing: the slot is let go (its lease fenced, as after a refused pop) and
+// keeps its restores, sent from then on without the fence (fence.go); its
+// commits and rollbacks go to the consume timeout.
 func (t *thread) flushed(s *slotState, err error) error {
-	if err == nil {
+	switch {
+	case err == nil:
 		s.pending, s.lingering = s.pending[:0], false
+	case errors.Is(err, errFenced) && !s.fenced:
+		s.pending, s.lingering, s.fenced = restoresOf(s.pending), false, true
+		t.sub.c.counters.fenced.Add(1)
+		t.sub.c.cfg.logger.Warn("rmq: slot is held by another owner; letting it go", "topic", t.sub.topic.Name,
+			"slot", s.lease.Slot(), "token", s.lease.Token())
+		s.lease.Fenced()
 	}
 	return err
 }
@@ -90,6 +108,12 @@ func (t *thread) settle(hard context.Context, s *slotState) {
 		err := t.flush(hard, s)
 		if err == nil {
 			return
+		}
+		if errors.Is(err, errFenced) {
+			continue // its restores go again, unfenced, at once
+		}
+		if !errors.Is(err, ErrClosed) && hard.Err() == nil {
+			t.sub.c.counters.redisErrors.Add(1) // a failed call, then a backoff (Metrics.RedisErrors)
 		}
 		if attempt == 5 || hard.Err() != nil || errors.Is(err, errUnanswered) {
 			// A warning like every other effect of an unreachable Redis: the
