@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rmq-go/rmq/coordinator"
 )
@@ -55,6 +56,14 @@ func (c *Client) Start(ctx context.Context) error {
 	defer coordDone()
 
 	p := c.newPresence(subs)
+	exclusive := make(chan time.Time, 1) // the latest only (Member.Exclusive)
+	p.vouch = func(until time.Time) {
+		select {
+		case <-exclusive:
+		default:
+		}
+		exclusive <- until // one sender: join, then renew's goroutine
+	}
 	var yielded error // set once, before stop, by the presence's goroutine
 	var yieldOnce sync.Once
 	p.yield = func(other string) {
@@ -94,7 +103,8 @@ func (c *Client) Start(ctx context.Context) error {
 	c.background.Go(func() { control.run(consuming) })
 	c.background.Go(func() { newWakeListener(c, subs, control).run(consuming) })
 
-	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout, Abandoned: c.abandoned}
+	member := coordinator.Member{Namespace: c.cfg.namespace, DrainTimeout: c.cfg.consumeTimeout, Abandoned: c.abandoned,
+		Exclusive: exclusive}
 	if w := newReachWatch(c, subs); w != nil {
 		member.Declines = c.declines
 		c.background.Go(func() { w.run(bgCtx) })

@@ -38,6 +38,19 @@ type presence struct {
 	// (one cut off from Redis past presenceTTL, now back): yield is called.
 	alone bool
 	yield func(other string)
+	// vouch, if set, is told after each join or renewal that found the
+	// namespace this process's alone until when that holds for sure: the
+	// call's send time plus the entry's TTL, less a tenth for clock rates
+	// (Member.Exclusive, the local coordinator's leases).
+	vouch func(until time.Time)
+}
+
+// vouched tells vouch how long the entry written by a call sent at sent
+// lasts, for sure.
+func (p *presence) vouched(sent time.Time) {
+	if p.vouch != nil {
+		p.vouch(sent.Add(presenceTTL - presenceTTL/10))
+	}
 }
 
 func (c *Client) newPresence(subs map[string]*subscription) *presence {
@@ -77,10 +90,12 @@ func (p *presence) join(ctx context.Context) error {
 	deadline := time.Now().Add(presenceTTL + presenceRenew/2)
 	var moves rdb.SlotMoves
 	for attempt := 1; ; {
+		sent := time.Now()
 		other, err := p.co.Presence(ctx, p.me, presenceTTL, "join", p.topics...)
 		pause, debug, warn, moving := moves.Refused(err, time.Now(), presenceMoveWarn)
 		switch {
 		case err == nil && other == "":
+			p.vouched(sent)
 			return nil
 		case err == nil && time.Now().After(deadline):
 			return fmt.Errorf("%w: %s consumes it (this process: %s)", ErrNamespaceBusy, other, p.me)
@@ -129,7 +144,13 @@ func (p *presence) renew(ctx context.Context) {
 			// the entry outlives a few failed renewals
 			p.debug("rmq: renewing the presence entry failed; trying again in a second", "err", err)
 		}
+		if err == nil && other == "" {
+			p.vouched(sent)
+		}
 		if err == nil && other != "" {
+			// Never again: a neighbour that leaves while this process
+			// drains may have served its slots meanwhile.
+			p.vouch = nil
 			p.log("rmq: another process consumes this namespace and cannot share it", "this", p.me, "other", other)
 			if p.alone && p.yield != nil {
 				p.yield(other)

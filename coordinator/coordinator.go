@@ -39,6 +39,13 @@ type Member struct {
 	// now, which a coordinator that honours it (DeclineHonourer) moves to
 	// processes that can, while any can.
 	Declines *Declines
+	// Exclusive, when not nil, tells the local coordinator until when this
+	// process is vouched to hold the namespace alone (the client's presence
+	// entry, renewed): its leases end then unless a later time comes, so a
+	// process frozen or cut off past its entry's expiry sees Owned false
+	// before another process can have taken the namespace. Coordinators
+	// that share the namespace among processes ignore it.
+	Exclusive <-chan time.Time
 }
 
 // Kinded is implemented by coordinators that name their kind ("local",

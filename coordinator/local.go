@@ -1,6 +1,9 @@
 package coordinator
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Local gives every slot of every subscribed topic to this process, slot i
 // to thread i mod Threads: right for one process per namespace, tests, and
@@ -14,30 +17,59 @@ var _ Coordinator = Local{}
 // NewLocal returns the local coordinator.
 func NewLocal() Local { return Local{} }
 
-// Run implements Coordinator.
+// Run implements Coordinator. With Member.Exclusive set, every lease ends
+// at the last time it told (none is valid before the first), during the
+// drain too.
 func (Local) Run(ctx context.Context, m Member, h Handler) error {
 	var grants []*Grant
+	vouch := func(until time.Time) {
+		for _, g := range grants {
+			g.SetDeadlineAt(until)
+		}
+	}
+	var until time.Time // zero: none told yet
+	if m.Exclusive != nil {
+		select {
+		case until = <-m.Exclusive:
+		default:
+		}
+	}
 	for _, t := range m.Topics {
 		threads := max(t.Threads, 1)
 		for s := 0; s < t.SlotAmount; s++ {
 			l, g := NewLease(t.Topic, s, s%threads, 0)
+			if m.Exclusive != nil {
+				g.SetDeadlineAt(until)
+			}
 			grants = append(grants, g)
 			h.Assigned(l)
 		}
 	}
-	select {
-	case <-ctx.Done():
-	case <-m.Abandoned:
+	for waiting := true; waiting; {
+		select {
+		case <-ctx.Done():
+			waiting = false
+		case <-m.Abandoned:
+			waiting = false
+		case t := <-m.Exclusive:
+			vouch(t)
+		}
 	}
 	for _, g := range grants {
 		g.Revoke()
 		h.Revoked(g.Lease())
 	}
 	for _, g := range grants {
-		select {
-		case <-g.Released():
-		case <-m.Abandoned:
-			g.Lose()
+		for released := false; !released; {
+			select {
+			case <-g.Released():
+				released = true
+			case <-m.Abandoned:
+				g.Lose()
+				released = true
+			case t := <-m.Exclusive:
+				vouch(t)
+			}
 		}
 	}
 	return nil

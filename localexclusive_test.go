@@ -1,0 +1,69 @@
+package rmq_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmq-go/rmq"
+	"github.com/rmq-go/rmq/coordinator"
+	"github.com/rmq-go/rmq/internal/testenv"
+)
+
+// A process of the local coordinator cut off from Redis past its presence
+// entry's expiry no longer owns its slots: a second local process may start
+// meanwhile and serve them, so a listener call of the first one that was in
+// hand ends seeing Owned false (it saw true: the local leases never ended).
+// Once back, the first process finds the second and never owns again.
+func TestLocalProcessCutOffPastItsPresenceLosesOwnership(t *testing.T) {
+	b := testenv.Single(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, b)
+	part := testenv.StartPartition(t, b.Redis.(*redis.Client).Options().Addr)
+	through := redis.NewClient(&redis.Options{Addr: part.Addr(), MaxRetries: -1, ReadTimeout: 500 * time.Millisecond,
+		DialTimeout: 500 * time.Millisecond})
+	t.Cleanup(func() { through.Close() })
+	a, err := rmq.New(through, rmq.WithNamespace(ns), rmq.WithCoordinator(coordinator.NewLocal()))
+	require.NoError(t, err)
+	define(t, a, "t", 1, rmq.Priority)
+	started, ownedAtEnd := make(chan struct{}, 1), make(chan bool, 1)
+	require.NoError(t, a.Subscribe("t", rmq.ListenerFunc(func(ctx context.Context, m *rmq.Message) error {
+		started <- struct{}{}
+		time.Sleep(6 * time.Second)
+		ownedAtEnd <- rmq.Owned(ctx)
+		return nil
+	})))
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Start(ctx) }()
+	require.NoError(t, a.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("slow"), Priority: 20}))
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow call did not start")
+	}
+	part.Cut()
+	time.Sleep(3500 * time.Millisecond) // a's presence entry expires
+
+	other := newClientIn(t, b, ns, rmq.WithCoordinator(coordinator.NewLocal()))
+	rec := newRecorder()
+	require.NoError(t, other.Subscribe("t", rec))
+	otherDone := make(chan error, 1)
+	go func() { otherDone <- other.Start(ctx) }()
+	require.NoError(t, other.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("fast"), Priority: 20}))
+	rec.waitCalls(t, 1, 5*time.Second) // the second process serves the slot
+	part.Heal()
+
+	assert.False(t, <-ownedAtEnd, "the cut-off process's call in hand ended owning a slot another process served meanwhile")
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	_ = a.Close(cctx)
+	assert.ErrorIs(t, <-aDone, rmq.ErrNamespaceBusy, "the first process, back, finds the second")
+	_ = other.Close(cctx)
+	if err := <-otherDone; err != nil {
+		assert.ErrorIs(t, err, rmq.ErrNamespaceBusy, "the second process may find the first back and stop too")
+	}
+}
