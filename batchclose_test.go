@@ -21,6 +21,7 @@ import (
 // (Redis cut off): each returns within its ctx (or with ErrClosed) and none
 // waits for the pipelines of other SendBatch calls still running.
 func TestSendBatchRacingCloseDoesNotWait(t *testing.T) {
+	t.Parallel() // mostly waiting, on a partition of its own
 	b := testenv.Single(t)
 	part := testenv.StartPartition(t, b.Redis.(*redis.Client).Options().Addr)
 	rc := redis.NewClient(&redis.Options{Addr: part.Addr(), ReadTimeout: time.Second, WriteTimeout: time.Second})

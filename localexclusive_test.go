@@ -20,6 +20,7 @@ import (
 // hand ends seeing Owned false (it saw true: the local leases never ended).
 // Once back, the first process finds the second and never owns again.
 func TestLocalProcessCutOffPastItsPresenceLosesOwnership(t *testing.T) {
+	t.Parallel() // mostly waiting, on a partition of its own
 	b := testenv.Single(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, b)

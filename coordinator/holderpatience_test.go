@@ -42,7 +42,7 @@ func TestClaimWaitsOutTheHolderDrainTimeout(t *testing.T) {
 
 	start := time.Now()
 	startWorkerWith(t, b, ns, "b", board, 16, 1, ttl, time.Second)
-	for time.Since(start) < 6*time.Second && board.overlap.Load() == 0 {
+	for time.Since(start) < 3500*time.Millisecond && board.overlap.Load() == 0 {
 		board.check()
 		time.Sleep(5 * time.Millisecond)
 	}
