@@ -16,6 +16,12 @@ import (
 	"github.com/rmq-go/rmq/internal/testenv"
 )
 
+// isCycleCall reports whether cmd runs the cycle script.
+func isCycleCall(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	return cmd.Name() == "evalsha" && len(args) > 1 && args[1] == cycleSHA
+}
+
 // slowPopHook delays the reply of every cycle call made while slow is set
 // (the call itself reaches Redis at once).
 type slowPopHook struct {
@@ -23,15 +29,10 @@ type slowPopHook struct {
 	delay time.Duration
 }
 
-func (h slowPopHook) isCycle(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	return cmd.Name() == "evalsha" && len(args) > 1 && args[1] == cycleSHA
-}
-
 func (h slowPopHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h slowPopHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		slow := h.slow.Load() && h.isCycle(cmd)
+		slow := h.slow.Load() && isCycleCall(cmd)
 		err := next(ctx, cmd)
 		if slow {
 			time.Sleep(h.delay)
@@ -43,7 +44,7 @@ func (h slowPopHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		slow := false
 		for _, c := range cmds {
-			slow = slow || (h.slow.Load() && h.isCycle(c))
+			slow = slow || (h.slow.Load() && isCycleCall(c))
 		}
 		err := next(ctx, cmds)
 		if slow {
@@ -106,17 +107,12 @@ type failCycleHook struct {
 	failed *atomic.Int64
 }
 
-func (h failCycleHook) isCycle(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	return cmd.Name() == "evalsha" && len(args) > 1 && args[1] == cycleSHA
-}
-
 var errInjectedCycle = errors.New("injected failure")
 
 func (h failCycleHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h failCycleHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.fail.Load() && h.isCycle(cmd) {
+		if h.fail.Load() && isCycleCall(cmd) {
 			h.failed.Add(1)
 			cmd.SetErr(errInjectedCycle)
 			return errInjectedCycle
@@ -127,7 +123,7 @@ func (h failCycleHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h failCycleHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, c := range cmds {
-			if h.fail.Load() && h.isCycle(c) {
+			if h.fail.Load() && isCycleCall(c) {
 				h.failed.Add(1)
 				for _, c := range cmds {
 					c.SetErr(errInjectedCycle)
