@@ -120,7 +120,9 @@ func (c *Client) DeadMessages(ctx context.Context, topic string, limit int) ([]D
 }
 
 // RequeueDead moves dead messages of topic back to pending with fresh retries
-// (all of them, or only the given contents) and returns how many moved. They
+// (all of them when no content is given, as with an empty slice: a caller
+// passing a selection checks it is not empty; else only the given
+// contents) and returns how many moved. They
 // are due at once; on a Priority topic they rank below every fresh priority.
 // A content that is also pending merges with it, with fresh retries: it
 // keeps that copy's due time or priority.

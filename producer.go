@@ -225,6 +225,8 @@ func (c *Client) checkContent(topic string, content []byte) error {
 // retry) and reports whether there was one. slotBasis must be the one the
 // message was sent with ("" when it was sent without). A message already
 // handed to a listener is not affected. A nil ctx fails with ErrNilContext.
+// On an error (a Redis failure, ctx ended) the removal may still have run
+// or run later: call Cancel again to know.
 func (p *Producer) Cancel(ctx context.Context, topic string, content []byte, slotBasis string) (bool, error) {
 	if ctx == nil {
 		return false, ErrNilContext
