@@ -20,7 +20,7 @@ import (
 func TestRangeMergeCopyDueBeforeRetryMerges(t *testing.T) {
 	testenv.ForEachRealAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
-		c := newClient(t, b, rmq.WithRetryBackoff(rmq.SteppedBackoff(2*time.Second)))
+		c := newClient(t, b, rmq.WithRetryBackoff(rmq.SteppedBackoff(time.Second)))
 		define(t, c, "rmb", 1, rmq.RangeMerge)
 		r := newRecorder()
 		r.fail = func(m *rmq.Message) error {
@@ -36,7 +36,7 @@ func TestRangeMergeCopyDueBeforeRetryMerges(t *testing.T) {
 		r.waitCalls(t, 1, 5*time.Second)
 		eventually(t, 5*time.Second, "the failure waits out its backoff", func() bool { return stats(t, c, "rmb").Retry == 1 })
 		require.NoError(t, p.Send(ctx, rmq.RangeMergeMessage{Topic: "rmb", Content: []byte("sku"), TimeRange: 100 * time.Millisecond}))
-		time.Sleep(4 * time.Second)
+		time.Sleep(2500 * time.Millisecond)
 		calls := r.snapshot()
 		for i, d := range calls {
 			t.Logf("call %d: attempt %d at %v", i, d.msg.Attempt, d.at.Format("15:04:05.000"))

@@ -32,7 +32,7 @@ func TestShutdownKeepsTheListenerInHandOwned(t *testing.T) {
 	var ownedAtEnd, ended atomic.Int32
 	require.NoError(t, a.Subscribe("t", rmq.ListenerFunc(func(ctx context.Context, m *rmq.Message) error {
 		started <- struct{}{}
-		time.Sleep(3 * time.Second)
+		time.Sleep(2 * time.Second)
 		if rmq.Owned(ctx) {
 			ownedAtEnd.Add(1)
 		}
