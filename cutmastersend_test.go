@@ -72,7 +72,10 @@ func TestClusterCutMasterHoldsOnlyItsOwnSends(t *testing.T) {
 		assert.NoError(t, err, "Send %d to a master that is not cut off", i)
 	}
 	t.Logf("slowest Send to a master not cut off: %v", worst.Round(time.Millisecond))
-	assert.Less(t, worst, 500*time.Millisecond)
+	// Held behind the cut master, they timed out at their 2 s ctx; alone
+	// they take milliseconds (0.1 s at most), and the bound leaves room for a
+	// loaded machine: 0.66 s once under -race beside the build's vet.
+	assert.Less(t, worst, 1500*time.Millisecond)
 	part.Heal()
 	for range bigs {
 		<-big
