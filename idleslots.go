@@ -107,9 +107,14 @@ func (t *thread) askSwept(ctx context.Context, keys []rdb.SlotKeys) bool {
 	}
 	if err != nil {
 		t.sub.c.counters.redisErrors.Add(1)
-		t.sub.c.cfg.logger.Warn("rmq: idle sweep failed; trying again at the next", "topic", t.sub.topic.Name,
-			"slots", len(keys), "err", err)
+		if n := t.sweepFails.Add(1); n == 1 || n%30 == 0 {
+			t.sub.c.cfg.logger.Warn("rmq: idle sweep failed; trying again at the next", "topic", t.sub.topic.Name,
+				"slots", len(keys), "failures", n, "err", err)
+		}
 		return false
+	}
+	if n := t.sweepFails.Swap(0); n > 0 {
+		t.sub.c.cfg.logger.Info("rmq: idle sweep works again", "topic", t.sub.topic.Name, "failures", n)
 	}
 	return waiting
 }

@@ -3,6 +3,7 @@ package rmq
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rmq-go/rmq/coordinator"
@@ -36,6 +37,9 @@ type thread struct {
 	soft     *time.Timer             // a pop's soft wait (cyclecall.go)
 	sweepAt  time.Time               // the next idle sweep; zero while no slot is parked
 	sweeping bool                    // a sweep runs in a goroutine (idleslots.go)
+	// sweepFails counts the idle sweeps failed in a row (askSwept), whose
+	// warnings are the first and every 30th.
+	sweepFails atomic.Int64
 }
 
 // slotState is one leased slot of a thread.
