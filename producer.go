@@ -42,7 +42,6 @@ func (p *Producer) Send(ctx context.Context, m OutgoingMessage) error {
 	if ctx.Done() != nil {
 		e.Member = bytes.Clone(e.Member)
 	}
-	e.Counted = &t.metrics.sent // once stored, even after this Send stopped waiting
 	err = p.c.broker.Send(ctx, e)
 	p.c.stats.start()
 	switch {
@@ -83,13 +82,12 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 	}
 	now := time.Now()
 	entries := make([]rdb.Entry, len(msgs))
-	topics := make([]*topicInfo, len(msgs))
 	for i, m := range msgs {
-		e, t, err := p.build(ctx, m, now)
+		e, _, err := p.build(ctx, m, now)
 		if err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
-		entries[i], topics[i] = e, t
+		entries[i] = e
 	}
 	if err := ctx.Err(); err != nil {
 		return err // nothing written
@@ -104,7 +102,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...OutgoingMessage) error
 	go func() {
 		defer p.c.batches.leave()
 		errs, _ := p.c.broker.Enqueue(ctx, entries, nil) // a failed wake-up is logged there
-		p.counted(topics, errs)
+		p.c.stats.start()
 		done <- errs
 	}()
 	errs, back := wait.Or(done, ctx.Done())
@@ -138,21 +136,6 @@ func ownContents(entries []rdb.Entry) {
 	}
 }
 
-// counted counts the messages of a batch to topics that Redis stored (errs:
-// per message, nil if all were).
-func (p *Producer) counted(topics []*topicInfo, errs []error) {
-	stored := false
-	for i, t := range topics {
-		if errs == nil || rdb.Stored(errs[i]) {
-			t.metrics.sent.Add(1)
-			stored = true
-		}
-	}
-	if stored {
-		p.c.stats.start()
-	}
-}
-
 // build validates m and returns its store entry and its topic.
 func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time) (rdb.Entry, *topicInfo, error) {
 	if err := p.c.checkOpen(); err != nil {
@@ -174,10 +157,14 @@ func (p *Producer) build(ctx context.Context, m OutgoingMessage, now time.Time) 
 	}
 	slot := slotOf(o.content, o.basis, t.SlotAmount)
 	key, wake := t.slots[slot].Store, rdb.Wake{Channel: t.wake, Shard: t.slots[slot].Wake, Slot: slot}
+	var e rdb.Entry
 	if t.Type == Priority {
-		return rdb.PriorityEntry(key, o.content, o.priority, wake), t, nil
+		e = rdb.PriorityEntry(key, o.content, o.priority, wake)
+	} else {
+		e = rdb.DueEntry(key, o.content, o.dueMs, t.Type == RangeMerge, wake)
 	}
-	return rdb.DueEntry(key, o.content, o.dueMs, t.Type == RangeMerge, wake), t, nil
+	e.Counted = &t.metrics.sent // the topic's Sent, once Redis stored it
+	return e, t, nil
 }
 
 // prepareMessage validates m as of now. Only this package's message types

@@ -76,9 +76,9 @@ func (r *redisRun) gaveUp(ctx context.Context, topic string, alive map[string]bo
 // patienceFor is how long to wait for holder, a live worker described so,
 // to release a slot assigned elsewhere before claiming over it: its lease
 // of the slot stays valid up to its own drain timeout after it was told,
-// and its heartbeat may come a lease TTL and an interval late; at least
-// this worker's own patience (a holder that did not say).
+// and its heartbeat may come a lease TTL and an interval late (claim waits
+// the longer of this and its own patience, for a holder that did not say).
 func (r *redisRun) patienceFor(holder redisWorker) time.Duration {
 	ttl := time.Duration(holder.TTL) * time.Millisecond
-	return max(r.patience(), time.Duration(holder.Drain)*time.Millisecond+ttl+ttl/5)
+	return time.Duration(holder.Drain)*time.Millisecond + ttl + ttl/5
 }

@@ -137,8 +137,10 @@ type Entry struct {
 	Member []byte
 	NX     bool // add only if absent (RangeMerge keeps the first due time)
 	Wake   Wake
-	// Counted, if set, counts the entry once Redis stored it (Send: the
-	// topic's Sent, whether or not the Send was still waiting).
+	// Counted, if set, counts the entry once Redis stored it (the topic's
+	// Sent, whether or not its Send or SendBatch was still waiting), where
+	// SendCounts.Sent counts it: at its reply on a stream, after its
+	// pipeline otherwise.
 	Counted *atomic.Int64
 	// Node is the Cluster node a redirection named for the entry's next
 	// write ("" for the one the slot map names), and Asking whether that

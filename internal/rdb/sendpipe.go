@@ -47,9 +47,6 @@ func (p *sendPipe) write(batch []*request) {
 		if errs != nil {
 			err = errs[i]
 		}
-		if c := r.entry.Counted; c != nil && Stored(err) {
-			c.Add(1) // store counted the client's Sent
-		}
 		r.finish(err)
 	}
 }
@@ -217,6 +214,11 @@ func (b *redisBroker) storeOn(ctx context.Context, client pipeliner, entries []E
 		stored -= int64(len(g.entries))
 	}
 	b.counts.Sent.Add(stored)
+	for i := range entries {
+		if c := entries[i].Counted; c != nil && (errs == nil || Stored(errs[i])) {
+			c.Add(1)
+		}
+	}
 	var pubErr error
 	for i, c := range pubCmds {
 		if err := c.Err(); err != nil {

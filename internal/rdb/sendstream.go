@@ -146,10 +146,16 @@ func (s *sendStream) mayBlock() bool {
 	if s.kick == nil && s.lastAck != nil && !s.lastAck.done() {
 		return true
 	}
-	s.mu.Lock()
-	cn := s.conn
-	s.mu.Unlock()
+	cn := s.liveConn()
 	return cn == nil || cn.stalled(time.Now())
+}
+
+// liveConn returns the stream's connection as it stands (nil before the
+// first dial), without dialling.
+func (s *sendStream) liveConn() *streamConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
 }
 
 // retryAfter implements strategy: as the go-redis client retries its
@@ -242,9 +248,7 @@ func (s *sendStream) writeCommands(entries []Entry, done []Completer, pubs []Pub
 
 // inFlight implements strategy.
 func (s *sendStream) inFlight() bool {
-	s.mu.Lock()
-	cn := s.conn
-	s.mu.Unlock()
+	cn := s.liveConn()
 	return cn != nil && cn.outstanding.Load() > 0
 }
 

@@ -32,9 +32,7 @@ func (s *sendStream) mayStall(batch []*request) bool {
 	if n >= asideBytes {
 		return true
 	}
-	s.mu.Lock()
-	cn := s.conn
-	s.mu.Unlock()
+	cn := s.liveConn()
 	return cn != nil && cn.stalled(time.Now())
 }
 
