@@ -19,6 +19,22 @@ func (t *thread) fence(s *slotState) rdb.Fence {
 	return fenceOf(s.lease)
 }
 
+// fencedOut lets go of s after one of its cycles was refused: the slot's
+// owner record names another owner (owner, when the refusal said whom).
+// The refused cycle settled nothing; of its outcomes only the restores go
+// again, unfenced (fence), and its commits and rollbacks go to the consume
+// timeout.
+func (t *thread) fencedOut(s *slotState, owner string) {
+	s.pending, s.lingering, s.moving, s.fenced = restoresOf(s.pending), false, 0, true
+	t.sub.c.counters.fenced.Add(1)
+	args := []any{"topic", t.sub.topic.Name, "slot", s.lease.Slot(), "token", s.lease.Token()}
+	if owner != "" {
+		args = append(args, "owner", owner)
+	}
+	t.sub.c.cfg.logger.Warn("rmq: slot is held by another owner; letting it go", args...)
+	s.lease.Fenced()
+}
+
 // restoresOf returns the restores among outcomes, in place.
 func restoresOf(outcomes []rdb.Outcome) []rdb.Outcome {
 	kept := outcomes[:0]

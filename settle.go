@@ -64,19 +64,13 @@ func (t *thread) cycleErr(ctx context.Context, s *slotState, req *rdb.CycleReque
 var errFenced = errors.New("rmq: the slot is held by another owner")
 
 // flushed ends a flush that came back with err. A refused one settled
-// nothing: the slot is let go (its lease fenced, as after a refused pop) and
-// keeps its restores, sent from then on without the fence (fence.go); its
-// commits and rollbacks go to the consume timeout.
+// nothing: the slot is let go as after a refused pop (fencedOut).
 func (t *thread) flushed(s *slotState, err error) error {
 	switch {
 	case err == nil:
 		s.pending, s.lingering = s.pending[:0], false
 	case errors.Is(err, errFenced) && !s.fenced:
-		s.pending, s.lingering, s.fenced = restoresOf(s.pending), false, true
-		t.sub.c.counters.fenced.Add(1)
-		t.sub.c.cfg.logger.Warn("rmq: slot is held by another owner; letting it go", "topic", t.sub.topic.Name,
-			"slot", s.lease.Slot(), "token", s.lease.Token())
-		s.lease.Fenced()
+		t.fencedOut(s, "")
 	}
 	return err
 }

@@ -361,11 +361,7 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 	if res.Refused {
 		// The refused pop settled nothing. What it carried back unstarted
 		// still goes back as it was, with the held messages (release).
-		s.pending, s.lingering, s.moving, s.fenced = restoresOf(s.pending), false, 0, true
-		c.counters.fenced.Add(1)
-		c.cfg.logger.Warn("rmq: slot is held by another owner; letting it go", "topic", t.sub.topic.Name,
-			"slot", s.lease.Slot(), "token", s.lease.Token(), "owner", res.Owner)
-		s.lease.Fenced()
+		t.fencedOut(s, res.Owner)
 		t.release(hard, s)
 		return
 	}
