@@ -32,6 +32,12 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 	defer ctx.end()
 	flushed := time.Now()
 	tm := t.sub.topic.metrics.shard(t.index)
+	gaveBack := false // the listener said the slot is not this worker's
+	defer func() {
+		if gaveBack {
+			t.gaveBack(s)
+		}
+	}()
 	for i := range res.Deliveries {
 		d := &res.Deliveries[i]
 		now := time.Now()
@@ -40,7 +46,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 			now = time.Now()
 			flushed = now
 		}
-		if s.lease.IsRevoked() || !s.lease.Valid() || now.After(restoreAfter) || t.sub.heldBack() {
+		if s.lease.IsRevoked() || !s.lease.Valid() || now.After(restoreAfter) || t.sub.heldBack() || gaveBack {
 			tm.recordRestored(int64(len(res.Deliveries) - i))
 			for j := range res.Deliveries[i:] {
 				s.pending = append(s.pending, res.Deliveries[i+j].Settle(rdb.Restore))
@@ -63,7 +69,7 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 		case err == nil:
 		case errors.Is(err, ErrNotOwner):
 			// Not done, and not the message's fault: back as it was.
-			action, outcome = rdb.Restore, callNotOwner
+			action, outcome, gaveBack = rdb.Restore, callNotOwner, true
 			t.probeEnded()
 			c.cfg.logger.Info("rmq: listener gave the message back: slot no longer owned", "topic", m.Topic, "slot", m.Slot)
 		default:
@@ -74,6 +80,25 @@ func (t *thread) deliver(hard context.Context, s *slotState, res rdb.CycleResult
 		tm.recordCall(m, start, end, outcome)
 		s.pending = append(s.pending, d.Settle(action))
 	}
+}
+
+// givenBackPause is how long a slot pops nothing after its listener
+// returned ErrNotOwner while the worker owned it (gaveBack).
+const givenBackPause = time.Second
+
+// gaveBack follows a batch whose listener returned ErrNotOwner: the rest of
+// the batch went back unstarted. If the worker still owns the slot, the
+// listener knows of an owner the coordinator does not (its own fence, or a
+// mistake): the slot pops nothing for givenBackPause (serve), so that the
+// messages handed back are not delivered again at once, endlessly, and no
+// retry is spent on them.
+func (t *thread) gaveBack(s *slotState) {
+	if s.lease.IsRevoked() || !s.lease.Valid() {
+		return
+	}
+	s.givenBack = time.Now().Add(givenBackPause)
+	t.sub.c.cfg.logger.Warn("rmq: listener returned ErrNotOwner while this worker owns the slot; the slot pops nothing for a while",
+		"topic", t.sub.topic.Name, "slot", s.lease.Slot(), "pause", givenBackPause)
 }
 
 // probeEnded tells a half-open breaker that a message of a batch went back

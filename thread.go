@@ -69,6 +69,9 @@ type slotState struct {
 	// fenced: a cycle was refused, another owner holding the slot; pending
 	// holds restores alone from then on, sent without the fence (request).
 	fenced bool
+	// givenBack: until then the slot pops nothing, its listener having
+	// returned ErrNotOwner while it was owned (deliver.go, gaveBack).
+	givenBack time.Time
 }
 
 func newThread(s *subscription, index int) *thread {
@@ -318,11 +321,12 @@ func (t *thread) serve(hard context.Context, s *slotState) {
 		}
 		return
 	}
-	if !s.lease.Valid() {
+	if !s.lease.Valid() || now.Before(s.givenBack) {
 		// The coordinator cannot vouch for the slot right now (no recent
-		// heartbeat): pop nothing, settle what is pending, look again soon.
+		// heartbeat), or the listener said it is not ours: pop nothing,
+		// settle what is pending, look again soon.
 		_ = t.flush(hard, s)
-		s.next = time.Now().Add(invalidLeaseRecheck)
+		s.next = maxTime(time.Now().Add(invalidLeaseRecheck), s.givenBack)
 		return
 	}
 	sent := time.Now()
