@@ -28,7 +28,8 @@ type TopicMetrics struct {
 	// listeners (not those whose last delivery timed out).
 	Dead int64
 	// Lateness is listener start minus due time, for first deliveries on
-	// RangeMerge and FixedTime topics.
+	// RangeMerge and FixedTime topics (a message handed back with
+	// ErrNotOwner counts at its next delivery, once).
 	Lateness Histogram
 	// ListenerDuration is how long listener calls took.
 	ListenerDuration Histogram
@@ -178,7 +179,9 @@ func (cm *callMetrics) recordCall(m *Message, start, end time.Time, o callOutcom
 	if m.Attempt > 1 {
 		cm.redelivered.Add(1)
 	}
-	if !m.Due.IsZero() {
+	if !m.Due.IsZero() && o != callNotOwner {
+		// A message handed back comes again as a first delivery: its
+		// lateness is that one's, counted once.
 		cm.lateness.observe(start.Sub(m.Due))
 	}
 	cm.duration.observe(end.Sub(start))
