@@ -16,7 +16,9 @@ import (
 //
 // A heartbeat refused while the coordinator's hash slot moves is tried again
 // soon and logged at Debug, at Warn once such refusals have lasted half the
-// lease TTL, when the leases are at risk (slotmoves.go).
+// lease TTL, when the leases are at risk (slotmoves.go). Other failures are
+// logged at Warn the first time and every 20th in a row, and at Info once a
+// heartbeat works again.
 func (r *redisRun) heartbeat(ctx context.Context) {
 	failures := 0
 	var moves rdb.SlotMoves
@@ -26,6 +28,9 @@ func (r *redisRun) heartbeat(ctx context.Context) {
 			var err error
 			wait, err = r.beatOnce(ctx, id)
 			if err == nil {
+				if failures > 0 && ctx.Err() == nil {
+					r.log.Info("rmq: redis coordinator: heartbeat works again", "failures", failures)
+				}
 				failures = 0
 				moves.Reset()
 			} else if pause, ok := r.slotMoving("heartbeat", &moves, err); ok {
@@ -34,8 +39,11 @@ func (r *redisRun) heartbeat(ctx context.Context) {
 				moves.Reset()
 				failures++
 				wait = min(backoff.Redis.Delay(failures), r.interval())
-				if ctx.Err() == nil {
-					r.log.Warn("rmq: redis coordinator: heartbeat failed", "err", err)
+				if (failures == 1 || failures%20 == 0) && ctx.Err() == nil {
+					// Once the leases are at risk, and not once per try:
+					// each is a fifth of the TTL apart (100 lines in a
+					// minute's outage with a 3 s TTL).
+					r.log.Warn("rmq: redis coordinator: heartbeat failed; retrying", "failures", failures, "err", err)
 				}
 			}
 		}
