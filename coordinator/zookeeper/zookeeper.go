@@ -31,6 +31,10 @@ import (
 // ErrInvalidConfig is returned by New and Run for a bad configuration.
 var ErrInvalidConfig = errors.New("rmq: invalid zookeeper config")
 
+// ErrClosed is returned by the calls of a Coordinator after its Close (a Run
+// started before goes on until its context ends).
+var ErrClosed = errors.New("rmq: zookeeper coordinator closed")
+
 // DigestAuth is ZooKeeper digest authentication ("user:password").
 type DigestAuth struct {
 	User     string
@@ -88,6 +92,7 @@ type Coordinator struct {
 	// for it) succeeds or fails; nil when none is. stopConnect ends it.
 	connecting  chan struct{}
 	stopConnect context.CancelFunc
+	closed      bool // Close was called: every call fails with ErrClosed
 }
 
 var (
@@ -185,6 +190,12 @@ func (z *Coordinator) Run(ctx context.Context, m coordinator.Member, h coordinat
 	if err := checkNodeName(m.Namespace); err != nil {
 		return fmt.Errorf("%w: namespace %q: %v", ErrInvalidConfig, m.Namespace, err)
 	}
+	z.mu.Lock()
+	closed := z.closed
+	z.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
 	return newMembership(z, m, h).run(ctx)
 }
 
@@ -236,11 +247,13 @@ func (z *Coordinator) RemoveTopic(ctx context.Context, namespace, name string) e
 }
 
 // Close closes the connection used for topic definitions and admin reads,
-// and ends one under way (its caller gets an error). A running Run is not
-// affected; it ends with its context.
+// and ends one under way (its caller gets an error). It is final: every
+// later call fails with ErrClosed, a later Run included. A running Run is
+// not affected; it ends with its context. Closing again does nothing.
 func (z *Coordinator) Close() error {
 	z.mu.Lock()
 	defer z.mu.Unlock()
+	z.closed = true
 	if z.stopConnect != nil {
 		z.stopConnect() // its caller gets the ctx's error
 	}
@@ -257,6 +270,10 @@ func (z *Coordinator) Close() error {
 func (z *Coordinator) adminConn(ctx context.Context) (*zk.Conn, error) {
 	for {
 		z.mu.Lock()
+		if z.closed {
+			z.mu.Unlock()
+			return nil, ErrClosed
+		}
 		if z.admin != nil && z.admin.State() != zk.StateDisconnected {
 			conn := z.admin
 			z.mu.Unlock()
@@ -293,7 +310,7 @@ func (z *Coordinator) adminConn(ctx context.Context) (*zk.Conn, error) {
 		case stopped:
 			z.mu.Unlock()
 			conn.conn.Close()
-			return nil, errors.New("rmq: zookeeper coordinator closed")
+			return nil, ErrClosed
 		}
 		z.admin = conn.conn
 		z.mu.Unlock()
