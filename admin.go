@@ -67,7 +67,7 @@ func (c *Client) Stats(ctx context.Context, topic string) (Stats, error) {
 }
 
 func (c *Client) counts(ctx context.Context, topic string) (*topicInfo, []rdb.SlotCounts, error) {
-	t, err := c.lookupTopic(ctx, topic)
+	t, err := c.adminTopic(ctx, topic)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -58,13 +58,14 @@ func (bc *backlogCache) forget(topic string) {
 
 // Backlog returns topic's backlog, read with O(slots) commands in one
 // pipeline (never O(messages)), and cached: a call within a second of the
-// last read returns that read, unless this client's own RequeueDead,
-// PurgeDead, DeleteDead or DeleteTopic of the topic came since.
+// last read returns that read (after one read of the topic's definition),
+// unless this client's own Cancel, RequeueDead, PurgeDead, DeleteDead or
+// DeleteTopic of the topic came since, or the topic was defined again.
 func (c *Client) Backlog(ctx context.Context, topic string) (Backlog, error) {
 	if ctx == nil {
 		return Backlog{}, ErrNilContext
 	}
-	t, err := c.lookupTopic(ctx, topic)
+	t, err := c.adminTopic(ctx, topic)
 	if err != nil {
 		return Backlog{}, err
 	}

@@ -229,6 +229,7 @@ func (p *Producer) Cancel(ctx context.Context, topic string, content []byte, slo
 		return false, err
 	}
 	slot := slotOf(content, slotBasis, t.SlotAmount)
+	defer p.c.backlogs.forget(t.Name)
 	removed, err := p.c.broker.Cancel(ctx, t.slots[slot], content)
 	if err != nil {
 		return false, fmt.Errorf("rmq: cancel in topic %q slot %d: %w", topic, slot, err)

@@ -142,7 +142,8 @@ type topicInfo struct {
 // topicCache remembers topics known to be defined. Definitions never change
 // while a topic lives; a topic deleted and defined again under its name may
 // have another (this client learns it when it defines the topic, deletes
-// it, or after DeleteTopic dropped it, looks it up again). A topic's
+// it, or after DeleteTopic dropped it, looks it up again; its admin calls
+// and Topics read the definition every time, adminTopic). A topic's
 // metrics outlive its entries: they count since New, whatever became of the
 // definition.
 type topicCache struct {
@@ -239,6 +240,15 @@ func (c *Client) lookupTopic(ctx context.Context, name string) (*topicInfo, erro
 	return c.loadTopic(ctx, name)
 }
 
+// adminTopic returns a defined topic for an admin call (Stats, Backlog,
+// the dead-letter calls, NextDue, Owners): as Redis holds it now, so that a
+// topic another process deleted and defined again with another slot amount
+// is read and changed as it is, not as this client first knew it. One
+// read more per call; Send and Subscribe use the cache (lookupTopic).
+func (c *Client) adminTopic(ctx context.Context, name string) (*topicInfo, error) {
+	return c.loadTopic(ctx, name)
+}
+
 // loadTopic returns a defined topic as Redis holds it now, and caches it.
 func (c *Client) loadTopic(ctx context.Context, name string) (*topicInfo, error) {
 	if err := checkName(name); err != nil {
@@ -255,7 +265,17 @@ func (c *Client) loadTopic(ctx context.Context, name string) (*topicInfo, error)
 	if err != nil {
 		return nil, err
 	}
-	return c.topics.put(c.keys, t), nil
+	return c.learnTopic(t), nil
+}
+
+// learnTopic caches t as Redis holds it now. A definition that differs from
+// the cached one (the topic deleted and defined again by another process)
+// replaces it, and the backlog read under the old one is dropped.
+func (c *Client) learnTopic(t Topic) *topicInfo {
+	if old := c.topics.get(t.Name); old != nil && old.Topic != t {
+		defer c.backlogs.forget(t.Name)
+	}
+	return c.topics.put(c.keys, t)
 }
 
 // Topics returns every topic defined in the client's namespace, by name. A
@@ -277,6 +297,9 @@ func (c *Client) Topics(ctx context.Context) ([]Topic, error) {
 		if err != nil {
 			unreadable = append(unreadable, err)
 			continue
+		}
+		if old := c.topics.get(name); old != nil && old.Topic != t {
+			c.learnTopic(t) // redefined by another process
 		}
 		out = append(out, t)
 	}
