@@ -82,16 +82,29 @@ type sendStream struct {
 }
 
 // newSendStream returns the stream of the node that client talks to, or nil
-// if client is not a single-node client, or has options the stream cannot
-// honour (an OnConnect hook, streaming credentials, a rate limiter). Failed
-// wake-up publications complete wakes.
+// if client is not a single-node client, is Sentinel's failover client, or
+// has options the stream cannot honour (an OnConnect hook, streaming
+// credentials, a rate limiter). Failed wake-up publications complete wakes.
+//
+// The failover client drops its pooled connections to the old master when
+// a sentinel announces a new one (+switch-master); the stream's own
+// connection would not hear of it, and a demoted master that still answers
+// (a planned failover, or one cut off from the sentinels alone) takes its
+// writes until the sentinels make it a replica, seconds later, which throws
+// them away: acknowledged Sends lost. So Sends of a failover client go
+// through its pool (go-redis pipelines).
 func newSendStream(client redis.UniversalClient, ack ReplicaAck, wakes *wakeOutcome) *sendStream {
 	c, ok := client.(*redis.Client)
-	if !ok {
+	if !ok || isFailoverClient(c) {
 		return nil
 	}
 	return newStreamOn(c.Options(), ack, wakes)
 }
+
+// isFailoverClient reports whether c is Sentinel's failover client
+// (redis.NewFailoverClient, or NewUniversalClient with a MasterName), whose
+// options name no node: go-redis gives them the address "FailoverClient".
+func isFailoverClient(c *redis.Client) bool { return c.Options().Addr == "FailoverClient" }
 
 // newStreamOn returns the stream of the node of opt, or nil if opt has
 // options the stream cannot honour (see newSendStream).
