@@ -11,7 +11,8 @@
 // Client.Backlog: O(slots) per topic) within a time limit, and cached:
 // however often it is scraped, a collector reads Redis at most once a
 // second. A topic whose backlog cannot be read in time is logged and left
-// out of that scrape; the next read starts with it.
+// out of that scrape; the next read starts with it (after it, when that
+// read started with it).
 //
 // It lives in a module of its own so that importing RMQ never links the
 // Prometheus client. To tell several clients' namespaces apart, register
@@ -45,6 +46,9 @@ type Collector struct {
 	last     *namespaceRead  // the latest read of the namespace from Redis
 	readOnly map[string]bool // topics the client knows only through this collector's reads (readonlytopics.go)
 	resume   string          // the topic the last read ran out of time at, where the next starts (resume.go)
+	// resumePast: the last read stopped at the first topic it tried; the
+	// next starts after it (resume.go).
+	resumePast bool
 }
 
 // Option configures a Collector.

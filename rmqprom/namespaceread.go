@@ -139,8 +139,8 @@ func (col *Collector) read(r *namespaceRead) {
 		b, err := col.c.Backlog(ctx, t.Name)
 		if err != nil {
 			if ctx.Err() != nil {
-				col.stoppedAt(t.Name) // the next read starts there
-				r.cutShort()          // every scrape it serves logs it
+				col.stoppedAt(t.Name, i == 0) // the next read starts there (or after it)
+				r.cutShort()                  // every scrape it serves logs it
 				return
 			}
 			col.log.Warn("rmqprom: reading a backlog failed; its gauges are left out of this scrape", "topic", t.Name, "err", err)
@@ -148,5 +148,5 @@ func (col *Collector) read(r *namespaceRead) {
 		}
 		r.add(topicState{backlog: b, flow: flows[t.Name], flowKnown: ferr == nil})
 	}
-	col.stoppedAt("")
+	col.stoppedAt("", false)
 }
