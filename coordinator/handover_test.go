@@ -58,6 +58,7 @@ func testAssigner(t *testing.T, b testenv.Backend, ns string) func(owners ...str
 // once b's patience since it first waited (for a) is over. c's revoked
 // lease is valid for its drain timeout yet: b must not claim over it.
 func TestRedisPatienceCountsFromTheCurrentHoldersRecord(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	b := testenv.Single(t)
 	ns := testenv.Namespace(t, b)
 	keys := rdb.NewKeyspace(ns)
@@ -121,6 +122,7 @@ func (r *racedClaims) Claim(ctx context.Context, id string, owners []string, exp
 // out loses its race to another worker. In both cases the new holder's lease
 // may have just begun, and its drain timeout is yet to come.
 func TestRedisPatienceStartsAgainForANewHoldersRecord(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		for _, tc := range []struct {
 			name  string
@@ -187,6 +189,7 @@ func (s *slowOwners) Owners(ctx context.Context, owners []string) ([]string, err
 // slot's next owner, whose patience counts on that, then never holds the
 // slot beside it.
 func TestRedisRevokedLeaseEndsAtItsDrainTimeoutWhileTheLoopIsHeld(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	b := testenv.Single(t)
 	ns := testenv.Namespace(t, b)
 	ctx := context.Background()

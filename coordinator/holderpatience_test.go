@@ -32,6 +32,7 @@ func startWorkerWith(t *testing.T, b testenv.Backend, ns, name string, board *sl
 // waits for A's patience, not its own (drain 1 s + TTL + a heartbeat),
 // before it claims over A's live records: never two valid leases of a slot.
 func TestClaimWaitsOutTheHolderDrainTimeout(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	b := testenv.Single(t)
 	ns := testenv.Namespace(t, b)
 	board := newSlotBoard()

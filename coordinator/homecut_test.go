@@ -59,6 +59,7 @@ func (s *silentHome) Announce(ctx context.Context, msg string) error {
 // deadline in turn), and still writes back every slot's record, which lives
 // with the slot's keys.
 func TestLeaveTriesAnUnansweredCoordinatorMasterOnce(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		ns := testenv.Namespace(t, b)
 		keys := rdb.NewKeyspace(ns)

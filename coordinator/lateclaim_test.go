@@ -131,6 +131,7 @@ func startGatedWorker(t *testing.T, b testenv.Backend, ns, name string, board *s
 // its next look, so the slot's new owner takes it at once rather than after
 // its patience (drain timeout 5 s + TTL 2 s + a heartbeat: 7.4 s).
 func TestLateClaimIsHandedBack(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		ns := testenv.Namespace(t, b)
 		board := newSlotBoard()
@@ -223,6 +224,7 @@ func (r *retriedClaim) Claim(ctx context.Context, id string, owners []string, ex
 // (a 2 s lease lapsed when a slow machine stretched the wait, and a's own
 // slots were away at the check).
 func TestClaimRetriedAfterALostReplyIsWon(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		ns := testenv.Namespace(t, b)
 		board := newSlotBoard()

@@ -17,6 +17,7 @@ import (
 // listeners finish is assigned slots by the next leader at once, not once the
 // old leader's membership ends.
 func TestRedisLeavingLeaderGivesTheLeadUpBeforeItsDrain(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ns := testenv.Namespace(t, b)
 		keys := rdb.NewKeyspace(ns)

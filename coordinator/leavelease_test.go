@@ -61,6 +61,7 @@ func (h *slowDrain) held() int {
 // new assignment it never applies, and the heartbeat extends the revoked
 // leases all the same (revokedAll), up to their drain deadline.
 func TestGracefulLeaveKeepsLeasesUntilTheDrainTimeout(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	b := testenv.Single(t)
 	ns := testenv.Namespace(t, b)
 	ttl := time.Second

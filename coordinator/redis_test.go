@@ -239,6 +239,7 @@ func TestRedisCoordinatorSharesSlotsAndHandsThemOver(t *testing.T) {
 }
 
 func TestRedisCoordinatorTakesOverFromAWorkerCutOff(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	testenv.ForEachRealAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ns := testenv.Namespace(t, b)
 		board := newSlotBoard()
@@ -271,6 +272,7 @@ func TestRedisCoordinatorTakesOverFromAWorkerCutOff(t *testing.T) {
 // assignment keeps no lease past its TTL, so the slots' new owner, which
 // takes them once its patience runs out, never serves one beside it.
 func TestRedisCoordinatorWorkerThatCannotApplyTheAssignmentLetsItsLeasesLapse(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	testenv.ForEachRealAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ns := testenv.Namespace(t, b)
 		board := newSlotBoard()

@@ -20,6 +20,7 @@ import (
 // its reach): the new owner claims them well within its patience (the drain
 // timeout of 5 s + LeaseTTL + a heartbeat). A slot both decline stays put.
 func TestRedisCoordinatorMovesDeclinedSlots(t *testing.T) {
+	t.Parallel() // waits on leases and timers, reads nothing process-wide
 	testenv.ForEachRealAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ns := testenv.Namespace(t, b)
 		board := newSlotBoard()

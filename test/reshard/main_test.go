@@ -1,7 +1,7 @@
 // Package reshard_test moves hash slots between the masters of a private
 // Redis Cluster while RMQ sends and consumes: the way a Cluster grows. Each
 // test starts a Cluster of its own, so the tests run side by side
-// (t.Parallel; go test's -parallel, GOMAXPROCS by default, at once).
+// (t.Parallel; four at once, testenv.ParallelWaiters).
 package reshard_test
 
 import (
@@ -16,5 +16,6 @@ import (
 // after its sleep) and keeps go-redis's failed-dial lines out of the log.
 func TestMain(m *testing.M) {
 	redislog.Install()
+	testenv.ParallelWaiters(4)
 	testenv.VerifyTestMain(m)
 }
