@@ -93,12 +93,23 @@ func (r *membership) applyAssignment(t *topicState, sid int64) error {
 			r.busy = true // another worker still holds it: look again soon
 			continue
 		}
+		if r.claims >= claimsPerPass {
+			r.busy = true // the rest in the next pass, at once
+			continue
+		}
+		r.claims++
 		if err := r.claim(t, slot, o.Thread, sid); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// claimsPerPass bounds the claims of one pass (two ZooKeeper calls each):
+// a worker given thousands of slots claims them over several passes, each
+// begun by the leader's work, so that a leader taking a large topic goes on
+// assigning the others' (65,536 slots took a minute of one pass).
+const claimsPerPass = 512
 
 // freeSlots returns the slots of t that have no owner node.
 func (r *membership) freeSlots(t *topicState) (map[int]bool, error) {

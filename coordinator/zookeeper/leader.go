@@ -105,10 +105,16 @@ func (r *membership) lead() error {
 			delete(r.workers, id)
 		}
 	}
+	// One topic failing does not hold up the others: its error is returned
+	// once they are assigned, and the next pass tries it again.
+	var errs []error
 	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
 		if err := r.assignTopic(topic, byTopic[topic], book.Honoured(topic)); err != nil {
-			return err
+			errs = append(errs, err)
 		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	r.dirty = false
 	return nil
@@ -158,7 +164,10 @@ func (r *membership) assignTopic(topic string, workers []coordinator.WorkerThrea
 	if slices.Equal(next, prevOwners) {
 		return nil
 	}
-	out, _ := json.Marshal(newAssignmentNode(prev.Generation+1, next))
+	out, err := encodeAssignment(topic, prev.Generation+1, next)
+	if err != nil {
+		return err
+	}
 	if st == nil {
 		_, err = conn.Create(path, out, 0, r.z.acl)
 	} else {

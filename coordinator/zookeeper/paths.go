@@ -51,33 +51,6 @@ type workerNode struct {
 	Declines map[string][]int `json:"declines,omitempty"`
 }
 
-// assignmentNode is the data of a topic's assignment node.
-type assignmentNode struct {
-	Generation int64       `json:"generation"`
-	Owners     []ownerNode `json:"owners"` // by slot
-}
-
-// newAssignmentNode encodes an assignment (owners by slot).
-func newAssignmentNode(generation int64, owners []coordinator.Owner) assignmentNode {
-	a := assignmentNode{Generation: generation, Owners: make([]ownerNode, len(owners))}
-	for i, o := range owners {
-		a.Owners[i] = ownerNode(o)
-	}
-	return a
-}
-
-// owners decodes the assignment: owners by slot (nil for none).
-func (a assignmentNode) owners() []coordinator.Owner {
-	if a.Owners == nil {
-		return nil
-	}
-	out := make([]coordinator.Owner, len(a.Owners))
-	for i, o := range a.Owners {
-		out[i] = coordinator.Owner(o)
-	}
-	return out
-}
-
 // ownerNode is the data of a slot's owner node, and one slot of an
 // assignment node.
 type ownerNode struct {

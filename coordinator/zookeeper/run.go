@@ -57,6 +57,7 @@ type membership struct {
 	leader   bool
 	dirty    bool             // the leader must recompute assignments
 	busy     bool             // a handover is under way: poll fast
+	claims   int              // claims this pass (claimsPerPass)
 	seen     map[string]int64 // path → modification zxid last read (data or children)
 	topics   map[string]*topicState
 	workers  map[string]workerNode // leader's cache of worker nodes
@@ -131,8 +132,18 @@ func (r *membership) run(ctx context.Context) error {
 	defer hb.Wait()
 	defer stopHB()
 
-	failures := 0
+	// failures counts failed passes in a row, and retryAt is when the last
+	// one's backoff ends: a pass does not start before it, whatever wakes
+	// the loop. A suspended pass (no session) neither counts nor clears
+	// them, so that a call the server answers by closing the connection
+	// (which suspends, then reconnects, then wakes the loop) is not sent
+	// again at once, over and over.
+	failures, retryAt := 0, time.Time{}
 	for {
+		if !r.waitUntil(ctx, retryAt) {
+			r.leave()
+			return nil
+		}
 		err := r.reconcile()
 		var fatal *fatalError
 		if errors.As(err, &fatal) {
@@ -140,14 +151,18 @@ func (r *membership) run(ctx context.Context) error {
 			return fatal.err
 		}
 		var wait time.Duration
-		if err != nil {
+		switch {
+		case errors.Is(err, errSuspended):
+			wait = r.nextDeadline()
+		case err != nil:
 			failures++
 			wait = backoff.Redis.Delay(failures)
+			retryAt = time.Now().Add(wait)
 			if failures == 1 || failures%10 == 0 {
 				r.log.Warn("rmq: zookeeper reconcile failed; retrying", "failures", failures, "err", err)
 			}
-		} else {
-			failures = 0
+		default:
+			failures, retryAt = 0, time.Time{}
 			wait = r.nextDeadline()
 		}
 		select {
@@ -164,6 +179,28 @@ func (r *membership) run(ctx context.Context) error {
 	}
 }
 
+// errSuspended is the outcome of a pass without a session: nothing tried.
+var errSuspended = errors.New("rmq: zookeeper session suspended")
+
+// waitUntil waits until at, and reports false if ctx ended or the run was
+// abandoned first.
+func (r *membership) waitUntil(ctx context.Context, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-r.m.Abandoned:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // fatalError ends Run: the configuration or the data is wrong, not the network.
 type fatalError struct{ err error }
 
@@ -173,7 +210,7 @@ func (e *fatalError) Error() string { return e.err.Error() }
 func (r *membership) reconcile() error {
 	sid, _ := r.current()
 	if sid == 0 {
-		return nil // suspended: wait for the session
+		return errSuspended // wait for the session
 	}
 	if r.joined != sid {
 		r.forgetSession()
@@ -194,7 +231,7 @@ func (r *membership) reconcile() error {
 			return err
 		}
 	}
-	r.busy = false // set again by whatever is still under way
+	r.busy, r.claims = false, 0 // set again by whatever is still under way
 	for _, t := range r.topics {
 		if err := r.readAssignment(t); err != nil {
 			return err
@@ -237,6 +274,15 @@ func (r *membership) join() error {
 	node := workerNode{ID: r.id, PID: os.Getpid(), Topics: map[string]int{}, Started: time.Now().UnixMilli()}
 	node.Host, _ = os.Hostname()
 	for _, t := range r.topics {
+		node.Topics[t.Topic] = t.Threads
+	}
+	if data, _ := json.Marshal(node); len(data) > maxNodeData {
+		// A request over the server's limit closes the connection, or,
+		// past a leader's larger limit, breaks the ensemble's followers.
+		return &fatalError{fmt.Errorf("%w: this worker's description (%d topics) takes %d bytes, over a ZooKeeper node's %d",
+			ErrInvalidConfig, len(node.Topics), len(data), maxNodeData)}
+	}
+	for _, t := range r.topics {
 		if err := ensurePath(conn, r.paths.owners(t.Topic), acl); err != nil {
 			return err
 		}
@@ -248,7 +294,6 @@ func (r *membership) join() error {
 				return err
 			}
 		}
-		node.Topics[t.Topic] = t.Threads
 	}
 	node.Declines = r.declinesNow()
 	data, _ := json.Marshal(node)

@@ -16,9 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -162,6 +160,10 @@ func New(cfg Config) (*Coordinator, error) {
 			}
 		}
 	}
+	if !grantsSelf(acl, cfg.Auth) {
+		return nil, fmt.Errorf("%w: the ACL must let the coordinator itself read, write, create and delete "+
+			"(the world without Auth; with Auth, scheme auth or digest %s)", ErrInvalidConfig, userOf(cfg.Auth))
+	}
 	if cfg.WorkerID == "" {
 		host, _ := os.Hostname()
 		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(3))
@@ -189,6 +191,9 @@ func (z *Coordinator) WorkerID() string { return z.cfg.WorkerID }
 func (z *Coordinator) Run(ctx context.Context, m coordinator.Member, h coordinator.Handler) error {
 	if err := checkNodeName(m.Namespace); err != nil {
 		return fmt.Errorf("%w: namespace %q: %v", ErrInvalidConfig, m.Namespace, err)
+	}
+	if err := checkSessionSize(newNodePaths(z.cfg.Root, m.Namespace), m.Topics); err != nil {
+		return err
 	}
 	z.mu.Lock()
 	closed := z.closed
@@ -329,23 +334,4 @@ func withContext(ctx context.Context, f func() error) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// checkServer accepts "host" or "host:port" with a port number: go-zookeeper
-// dials a bad one for ever.
-func checkServer(s string) error {
-	if s == "" {
-		return errors.New("empty")
-	}
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return nil // no port: go-zookeeper adds the default one
-	}
-	if host == "" {
-		return errors.New("no host")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("port %q is not a number in 1..65535", port)
-	}
-	return nil
 }
