@@ -83,8 +83,15 @@ type SlotOwnership struct {
 	Token    int64             // the holder's fencing token
 }
 
+// ErrUnknownTopic is returned by Assignment for a topic ZooKeeper has no
+// record of: neither its definition (written when a worker subscribed to it
+// joined, or by RecordTopic) nor an assignment.
+var ErrUnknownTopic = errors.New("rmq: unknown topic")
+
 // Assignment returns, for every slot of topic, its assigned and its current
-// owner. They differ while a slot is being handed over.
+// owner. They differ while a slot is being handed over. A topic defined but
+// not yet assigned (no worker subscribed) has no slots; one ZooKeeper has no
+// record of fails with ErrUnknownTopic.
 func (z *Coordinator) Assignment(ctx context.Context, namespace, topic string) (int64, []SlotOwnership, error) {
 	conn, err := z.adminConn(ctx)
 	if err != nil {
@@ -100,6 +107,13 @@ func (z *Coordinator) Assignment(ctx context.Context, namespace, topic string) (
 		data, _, err := conn.Get(p.assignment(topic))
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			if defined, _, err := conn.Exists(p.topic(topic)); err != nil {
+				return err
+			} else if !defined {
+				return fmt.Errorf("%w %q in namespace %q (no definition or assignment in ZooKeeper)", ErrUnknownTopic, topic, namespace)
+			}
 		}
 		if err == nil {
 			if err := json.Unmarshal(data, &a); err != nil {
