@@ -1,6 +1,7 @@
 package rmq
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -30,9 +31,10 @@ type PendingMessage struct {
 // order the slot's consumer takes them: on a time topic by due time (due at
 // once first, with the retries whose backoff is over, which the consumer's
 // next cycle moves to store as due at once); on a Priority topic highest priority first, then retried
-// messages, then those waiting out a retry backoff. One round trip of
-// O(log n + limit) commands (on a time topic, with up to 256 retries whose
-// backoff is over: any of them may come first); messages already handed to a consumer are not
+// messages (those whose backoff is over among them, by retries left), then
+// those waiting out a retry backoff. One round trip of O(log n + limit)
+// commands (with up to 256 retries whose backoff is over: any of them may
+// come first); messages already handed to a consumer are not
 // listed. A slot outside the topic fails with ErrInvalidSlot.
 func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]PendingMessage, error) {
 	if ctx == nil {
@@ -59,8 +61,41 @@ func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]
 		// store then retry, each sorted: merge them by the store score the
 		// consumer pops by, stable
 		slices.SortStableFunc(out, func(a, b PendingMessage) int { return cmp.Compare(popOrder(a, now), popOrder(b, now)) })
+	} else {
+		// store (highest score first) then retry (by due time): a retry
+		// whose backoff is over goes to store with its retries left as its
+		// score at the consumer's next cycle, and is popped among them
+		slices.SortStableFunc(out, func(a, b PendingMessage) int { return priorityPopOrder(a, b, now) })
 	}
 	return out[:min(len(out), limit)], nil
+}
+
+// priorityPopOrder compares two pending messages of a Priority topic by the
+// order its consumer takes them: those in store and the retries whose
+// backoff is over by their store score (a priority, or the retries left of
+// one due at once), highest first, and equal scores by content, last
+// first, as Redis ranks them; then the retries still waiting, in due order.
+func priorityPopOrder(a, b PendingMessage, now time.Time) int {
+	waitingA, waitingB := a.Retrying && a.Due.After(now), b.Retrying && b.Due.After(now)
+	switch {
+	case waitingA != waitingB:
+		if waitingA {
+			return 1
+		}
+		return -1
+	case waitingA:
+		return 0 // keep their due order
+	}
+	score := func(m PendingMessage) int64 {
+		if m.Priority > 0 {
+			return m.Priority
+		}
+		return int64(m.RetriesLeft)
+	}
+	if c := cmp.Compare(score(b), score(a)); c != 0 {
+		return c
+	}
+	return bytes.Compare(b.Content, a.Content)
 }
 
 // popOrder is the store score by which the consumer of a time topic takes

@@ -47,11 +47,8 @@ func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, p
 		store = pipe.ZRangeWithScores(ctx, keys.Store, 0, limit-1)
 	}
 	retry := pipe.ZRangeWithScores(ctx, keys.Retry, 0, limit-1)
-	var ready *redis.ZSliceCmd
-	if !priority {
-		ready = pipe.ZRangeByScoreWithScores(ctx, keys.Retry, &redis.ZRangeBy{Min: "-inf",
-			Max: strconv.FormatInt(nowMs*retryScale+retryScale-1, 10), Count: promoteLimit})
-	}
+	ready := pipe.ZRangeByScoreWithScores(ctx, keys.Retry, &redis.ZRangeBy{Min: "-inf",
+		Max: strconv.FormatInt(nowMs*retryScale+retryScale-1, 10), Count: promoteLimit})
 	if err := p.Exec(ctx); err != nil {
 		return nil, err
 	}
@@ -62,11 +59,9 @@ func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, p
 	for _, z := range retry.Val() {
 		out = append(out, retryEntry(z))
 	}
-	if ready != nil {
-		// the ready ones not among the first limit: past them, in due order too
-		for _, z := range ready.Val()[min(len(ready.Val()), len(retry.Val())):] {
-			out = append(out, retryEntry(z))
-		}
+	// the ready ones not among the first limit: past them, in due order too
+	for _, z := range ready.Val()[min(len(ready.Val()), len(retry.Val())):] {
+		out = append(out, retryEntry(z))
 	}
 	return out, nil
 }
