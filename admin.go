@@ -14,7 +14,10 @@ type Stats struct {
 	Type       TopicType
 	SlotAmount int
 	// Store counts messages in the store sets: waiting to be due, or due and
-	// not yet popped.
+	// not yet popped. Counts are of entries (one ZCARD a set): a RangeMerge
+	// copy sent while its content waits out a retry's backoff counts here
+	// and in Retry until that retry is delivered, with the copy merged into
+	// it (NextDue lists it once).
 	Store int64
 	// Retry counts failed messages waiting out a retry backoff (the retry
 	// sets); they return to store when it is over.

@@ -45,7 +45,7 @@ func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]
 		return nil, err
 	}
 	now := time.Now()
-	entries, err := c.broker.Pending(ctx, t.slots[slot], int64(limit), t.Type == Priority, now.UnixMilli())
+	entries, err := c.broker.Pending(ctx, t.slots[slot], int64(limit), t.Type == Priority, t.Type == RangeMerge, now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("rmq: pending messages of topic %q slot %d: %w", topic, slot, err)
 	}

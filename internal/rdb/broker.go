@@ -111,7 +111,7 @@ type Broker interface {
 	// (priority: highest score first), then up to limit of its retry set,
 	// and on a time topic those whose wait is over by nowMs that the next
 	// cycle moves to store.
-	Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool, nowMs int64) ([]PendingEntry, error)
+	Pending(ctx context.Context, keys SlotKeys, limit int64, priority, merging bool, nowMs int64) ([]PendingEntry, error)
 	// DeleteDead deletes one dead member of a slot; it reports whether it was there.
 	DeleteDead(ctx context.Context, keys SlotKeys, member []byte) (bool, error)
 	// PublishWake sends one wake-up publication (see Publication). If that

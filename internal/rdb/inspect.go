@@ -37,7 +37,7 @@ const promoteLimit = 256
 // every retry whose wait is over by nowMs that the next cycle moves to store
 // (up to promoteLimit; they are popped by retries left, not by due time);
 // one round trip.
-func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, priority bool, nowMs int64) ([]PendingEntry, error) {
+func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, priority, merging bool, nowMs int64) ([]PendingEntry, error) {
 	p := NewRoutedPipeline(b.rdb)
 	pipe := p.On(ctx, keys.Store) // every key of a slot shares its hash tag
 	var store *redis.ZSliceCmd
@@ -53,8 +53,14 @@ func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, p
 		return nil, err
 	}
 	out := make([]PendingEntry, 0, len(store.Val())+len(retry.Val()))
+	merged, err := b.mergedIntoRetry(ctx, keys, store.Val(), retry.Val(), limit, merging)
+	if err != nil {
+		return nil, err
+	}
 	for _, z := range store.Val() {
-		out = append(out, storeEntry(z, priority))
+		if m, _ := z.Member.(string); !merged[m] {
+			out = append(out, storeEntry(z, priority))
+		}
 	}
 	for _, z := range retry.Val() {
 		out = append(out, retryEntry(z))
@@ -64,6 +70,39 @@ func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, p
 		out = append(out, retryEntry(z))
 	}
 	return out, nil
+}
+
+// mergedIntoRetry returns, on a RangeMerge topic (merging), the members of
+// store that also wait out a retry's backoff: a copy sent meanwhile stays in
+// store, and the consumer's pop leaves it there and delivers it once, with
+// the retry (it merges into it). The first limit retries are at hand; past
+// them, one more read asks retry about the store members.
+func (b *redisBroker) mergedIntoRetry(ctx context.Context, keys SlotKeys, store, retry []redis.Z, limit int64, merging bool) (map[string]bool, error) {
+	if !merging || len(store) == 0 || len(retry) == 0 {
+		return nil, nil
+	}
+	merged := make(map[string]bool)
+	for _, z := range retry {
+		m, _ := z.Member.(string)
+		merged[m] = true
+	}
+	if int64(len(retry)) < limit {
+		return merged, nil // every retry is at hand
+	}
+	members := make([]string, len(store))
+	for i, z := range store {
+		members[i], _ = z.Member.(string)
+	}
+	scores, err := b.rdb.ZMScore(ctx, keys.Retry, members...).Result()
+	if err != nil {
+		return nil, err
+	}
+	for i, sc := range scores {
+		if sc != 0 {
+			merged[members[i]] = true
+		}
+	}
+	return merged, nil
 }
 
 // storeEntry decodes a store member: a score up to MaxRetries is the retries
