@@ -124,6 +124,26 @@ func (r *membership) run(ctx context.Context) error {
 	r.live = sess.conn.State() == zk.StateHasSession
 	r.mu.Unlock()
 
+	// An abandonment takes every lease away at once and closes the
+	// connection, which fails the calls in flight: a pass waiting on an
+	// ensemble out of reach would hold the loop (and the leases) until
+	// go-zookeeper's receive timeout, two thirds of the session timeout.
+	endWatch := make(chan struct{})
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		select {
+		case <-r.m.Abandoned:
+			r.suspend(zk.StateDisconnected)
+			r.mu.Lock()
+			r.closing = true // the session ends by our hand: not a suspension
+			r.mu.Unlock()
+			sess.conn.Close()
+		case <-endWatch:
+		}
+	})
+	defer watch.Wait()
+	defer close(endWatch)
+
 	// The heartbeat outlives ctx: leases must stay valid while leave() waits
 	// for in-flight listeners to finish.
 	hbCtx, stopHB := context.WithCancel(context.Background())
