@@ -244,51 +244,74 @@ func (r *membership) nextDeadline() time.Duration {
 // fastPoll is the poll interval while a handover is under way.
 const fastPoll = 25 * time.Millisecond
 
-// leave hands every slot back and leaves the group: revoke, wait for the
-// releases (up to the drain timeout, or until the client abandons its
-// listeners), delete the owner nodes, then the election and worker nodes.
-// Closing the session afterwards removes anything a failed delete left.
+// leave hands every slot back and leaves the group. It first deletes its
+// election and worker nodes, so that another worker leads and the leader
+// assigns this one's slots elsewhere while it drains; then it revokes every
+// slot and deletes each owner node as soon as that slot is released (up to
+// the drain timeout, or until the client abandons its listeners, when the
+// leases left are taken away), so that each slot moves once its own
+// listener is done, not the slowest one's. Closing the session afterwards
+// removes anything a failed delete left.
 func (r *membership) leave() {
-	var grants []*coordinator.Grant
+	sid, _ := r.current()
+	live := func() bool {
+		now, _ := r.current()
+		return sid != 0 && now == sid && sid == r.joined && !wait.Closed(r.m.Abandoned)
+	}
+	if live() {
+		conn := r.sess.conn
+		if r.election != "" {
+			_ = conn.Delete(r.paths.election()+"/"+r.election, -1)
+		}
+		_ = conn.Delete(r.paths.worker(r.id), -1)
+	}
+	type slotRef struct {
+		t *topicState
+		c *heldSlot
+	}
+	var pending []slotRef
 	for _, t := range r.topics {
 		for _, c := range t.held {
 			if c.grant != nil && !c.grant.IsReleased() {
 				c.grant.Revoke()
 				r.h.Revoked(c.grant.Lease())
-				grants = append(grants, c.grant)
 			}
+			pending = append(pending, slotRef{t, c})
 		}
 	}
-	// Past the drain timeout, or once the client abandons its listeners,
-	// every lease not yet released is taken away at once.
 	deadline := time.NewTimer(r.m.DrainTimeout)
 	defer deadline.Stop()
-	late := false
-	for _, g := range grants {
-		if !late {
-			select {
-			case <-g.Released():
-				continue
-			case <-deadline.C:
-			case <-r.m.Abandoned:
+	tick := time.NewTicker(leavePoll)
+	defer tick.Stop()
+	for late := false; len(pending) > 0; {
+		kept := pending[:0]
+		for _, p := range pending {
+			if late && p.c.grant != nil {
+				p.c.grant.Lose() // past the drain timeout, or abandoned
 			}
+			if !late && p.c.grant != nil && !p.c.grant.IsReleased() {
+				kept = append(kept, p)
+				continue
+			}
+			if live() {
+				_ = r.drop(p.t, p.c, sid)
+			}
+		}
+		if pending = kept; len(pending) == 0 || late {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			late = true
+		case <-r.m.Abandoned:
 			late = true
 		}
-		g.Lose()
 	}
-	sid, _ := r.current()
-	if sid == 0 || sid != r.joined || wait.Closed(r.m.Abandoned) {
-		return // abandoned: closing the session deletes the nodes without waiting on the ensemble
+	if live() {
+		r.log.Info("rmq: left")
 	}
-	for _, t := range r.topics {
-		for _, c := range t.held {
-			_ = r.drop(t, c, sid)
-		}
-	}
-	conn := r.sess.conn
-	if r.election != "" {
-		_ = conn.Delete(r.paths.election()+"/"+r.election, -1)
-	}
-	_ = conn.Delete(r.paths.worker(r.id), -1)
-	r.log.Info("rmq: left")
 }
+
+// leavePoll is how often a leave looks for slots released since.
+const leavePoll = 20 * time.Millisecond
