@@ -14,8 +14,9 @@ type MessageListener interface {
 	// are left; returning ErrNotOwner (see Owned) hands it back unchanged, no
 	// retry spent, with the rest of its batch (returned while the worker
 	// still owns the slot, the slot then pops nothing for a second, so that
-	// they are not delivered again at once, endlessly). ctx carries a deadline at the consume timeout (after it the
-	// message may be delivered again; see WithConsumeTimeout), and is
+	// they are not delivered again at once, endlessly). ctx carries a
+	// deadline at the consume timeout (after it the message may be
+	// delivered again; see WithConsumeTimeout), and is
 	// cancelled when consumption is abandoned (Shutdown or Close whose
 	// context ended) or the slot is lost. m.Content must not be modified.
 	OnMessage(ctx context.Context, m *Message) error

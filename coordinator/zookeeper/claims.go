@@ -108,7 +108,8 @@ func (r *membership) applyAssignment(t *topicState, sid int64) error {
 // claimsPerPass bounds the claims of one pass (two ZooKeeper calls each):
 // a worker given thousands of slots claims them over several passes, each
 // begun by the leader's work, so that a leader taking a large topic goes on
-// assigning the others' (65,536 slots took a minute of one pass).
+// assigning the others' (two calls a slot: thousands of slots held one pass
+// for seconds).
 const claimsPerPass = 512
 
 // freeSlots returns the slots of t that have no owner node.

@@ -109,8 +109,9 @@ type Broker interface {
 	Purge(ctx context.Context, keys SlotKeys) (int64, error)
 	// Pending returns up to limit members of a slot's store in pop order
 	// (priority: highest score first), then up to limit of its retry set,
-	// and on a time topic those whose wait is over by nowMs that the next
-	// cycle moves to store.
+	// and those whose wait is over by nowMs that the next cycle moves to
+	// store; on a RangeMerge topic (merging) without the members of store
+	// that also wait in retry (merged into it).
 	Pending(ctx context.Context, keys SlotKeys, limit int64, priority, merging bool, nowMs int64) ([]PendingEntry, error)
 	// DeleteDead deletes one dead member of a slot; it reports whether it was there.
 	DeleteDead(ctx context.Context, keys SlotKeys, member []byte) (bool, error)

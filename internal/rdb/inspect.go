@@ -33,10 +33,11 @@ const promoteLimit = 256
 
 // Pending implements Broker: the first limit members of store in the order
 // the cycle pops them (time topics lowest score first, Priority highest
-// first), then the first limit of retry, soonest first, and on a time topic
-// every retry whose wait is over by nowMs that the next cycle moves to store
-// (up to promoteLimit; they are popped by retries left, not by due time);
-// one round trip.
+// first), then the first limit of retry, soonest first, and every retry
+// whose wait is over by nowMs that the next cycle moves to store (up to
+// promoteLimit; they are popped by retries left, not by due time); one
+// round trip (two on a RangeMerge topic whose retries fill the limit:
+// mergedIntoRetry).
 func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, priority, merging bool, nowMs int64) ([]PendingEntry, error) {
 	p := NewRoutedPipeline(b.rdb)
 	pipe := p.On(ctx, keys.Store) // every key of a slot shares its hash tag
