@@ -66,31 +66,9 @@ func (r *redisRun) describe(leaving bool) string {
 	return string(b)
 }
 
-// redisAssignment is a topic's assignment as stored: the workers it names,
-// and per slot the index of its worker and the thread (-1: nobody).
-type redisAssignment struct {
-	Workers []string `json:"workers"`
-	Slots   [][2]int `json:"slots"`
-}
-
-// encodeAssignment returns the stored form of owners.
+// encodeAssignment returns the stored form of owners (PackedOwners).
 func encodeAssignment(owners []Owner) string {
-	a := redisAssignment{Slots: make([][2]int, len(owners))}
-	index := make(map[string]int)
-	for i, o := range owners {
-		if o.Worker == "" {
-			a.Slots[i] = [2]int{-1, 0}
-			continue
-		}
-		w, ok := index[o.Worker]
-		if !ok {
-			w = len(a.Workers)
-			index[o.Worker] = w
-			a.Workers = append(a.Workers, o.Worker)
-		}
-		a.Slots[i] = [2]int{w, o.Thread}
-	}
-	b, _ := json.Marshal(a)
+	b, _ := json.Marshal(PackOwners(owners))
 	return string(b)
 }
 
@@ -99,17 +77,11 @@ func decodeAssignment(s string) ([]Owner, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var a redisAssignment
+	var a PackedOwners
 	if err := json.Unmarshal([]byte(s), &a); err != nil {
 		return nil, err
 	}
-	out := make([]Owner, len(a.Slots))
-	for i, ws := range a.Slots {
-		if ws[0] >= 0 && ws[0] < len(a.Workers) {
-			out[i] = Owner{Worker: a.Workers[ws[0]], Thread: ws[1]}
-		}
-	}
-	return out, nil
+	return a.Owners(), nil
 }
 
 // lead recomputes every topic's assignment from the live members and writes

@@ -9,15 +9,14 @@ import (
 
 // assignmentNode is the data of a topic's assignment node: the owners by
 // slot, each named in full, or, for a topic whose owners so written would
-// not fit a node (maxNodeData: tens of thousands of slots), compactly:
-// slot i is thread Slots[2i+1] of Workers[Slots[2i]] (-1: nobody). Readers
-// take either; the leader writes the first whenever it fits, which versions
-// that read only it understand.
+// not fit a node (maxNodeData: tens of thousands of slots), compactly, as
+// the Redis coordinator stores them (coordinator.PackedOwners). Readers take
+// either; the leader writes the first whenever it fits, which versions that
+// read only it understand.
 type assignmentNode struct {
-	Generation int64       `json:"generation"`
-	Owners     []ownerNode `json:"owners,omitempty"` // by slot
-	Workers    []string    `json:"workers,omitempty"`
-	Slots      []int       `json:"slots,omitempty"`
+	Generation int64                     `json:"generation"`
+	Owners     []ownerNode               `json:"owners,omitempty"` // by slot
+	Packed     *coordinator.PackedOwners `json:"packed,omitempty"`
 }
 
 // maxNodeData is how large an assignment node may be: ZooKeeper refuses a
@@ -39,22 +38,8 @@ func encodeAssignment(topic string, generation int64, owners []coordinator.Owner
 	if err != nil || len(out) <= maxNodeData {
 		return out, err
 	}
-	a.Owners = nil
-	index := map[string]int{}
-	a.Slots = make([]int, 0, 2*len(owners))
-	for _, o := range owners {
-		if o.Worker == "" {
-			a.Slots = append(a.Slots, -1, 0)
-			continue
-		}
-		w, ok := index[o.Worker]
-		if !ok {
-			w = len(a.Workers)
-			index[o.Worker] = w
-			a.Workers = append(a.Workers, o.Worker)
-		}
-		a.Slots = append(a.Slots, w, o.Thread)
-	}
+	packed := coordinator.PackOwners(owners)
+	a.Owners, a.Packed = nil, &packed
 	out, err = json.Marshal(a)
 	if err == nil && len(out) > maxNodeData {
 		err = fmt.Errorf("rmq: the assignment of topic %q (%d slots) takes %d bytes, over a ZooKeeper node's %d",
@@ -65,7 +50,7 @@ func encodeAssignment(topic string, generation int64, owners []coordinator.Owner
 
 // owners decodes the assignment: owners by slot (nil for none).
 func (a assignmentNode) owners() []coordinator.Owner {
-	if a.Owners == nil && a.Slots == nil {
+	if a.Owners == nil && a.Packed == nil {
 		return nil
 	}
 	if a.Owners != nil {
@@ -75,12 +60,5 @@ func (a assignmentNode) owners() []coordinator.Owner {
 		}
 		return out
 	}
-	out := make([]coordinator.Owner, len(a.Slots)/2)
-	for i := range out {
-		w, thread := a.Slots[2*i], a.Slots[2*i+1]
-		if w >= 0 && w < len(a.Workers) {
-			out[i] = coordinator.Owner{Worker: a.Workers[w], Thread: thread}
-		}
-	}
-	return out
+	return a.Packed.Owners()
 }
