@@ -189,13 +189,13 @@ func (t *thread) aheadLinger() time.Duration {
 
 // restoreHeld hands s's held messages back unstarted with its pending
 // outcomes (the slot is being let go, or its topic paused or its breaker
-// open).
+// open). A half-open breaker's probe is never among them (its pop reaches
+// no further than now: ahead), so the probe in flight, if any, is left be.
 func (t *thread) restoreHeld(s *slotState) {
 	if len(s.held) == 0 {
 		return
 	}
 	t.sub.topic.metrics.shard(t.index).recordRestored(int64(len(s.held)))
-	t.probeEnded()
 	for i := range s.held {
 		s.pending = append(s.pending, s.held[i].d.Settle(rdb.Restore))
 	}
