@@ -58,14 +58,17 @@ func (bc *backlogCache) forget(topic string) {
 
 // Backlog returns topic's backlog, read with O(slots) commands in one
 // pipeline (never O(messages)), and cached: a call within a second of the
-// last read returns that read (after one read of the topic's definition),
-// unless this client's own Cancel, RequeueDead, PurgeDead, DeleteDead or
-// DeleteTopic of the topic came since, or the topic was defined again.
+// last read returns that read, unless this client's own Cancel,
+// RequeueDead, PurgeDead, DeleteDead or DeleteTopic of the topic came
+// since. It reads the topic's definition as this client knows it, which
+// Topics and the other admin calls bring up to date when another process
+// defined the topic again (the dashboard and the collector call Topics at
+// every read): a backlog read costs no more round trips.
 func (c *Client) Backlog(ctx context.Context, topic string) (Backlog, error) {
 	if ctx == nil {
 		return Backlog{}, ErrNilContext
 	}
-	t, err := c.adminTopic(ctx, topic)
+	t, err := c.lookupTopic(ctx, topic)
 	if err != nil {
 		return Backlog{}, err
 	}

@@ -240,8 +240,8 @@ func (c *Client) lookupTopic(ctx context.Context, name string) (*topicInfo, erro
 	return c.loadTopic(ctx, name)
 }
 
-// adminTopic returns a defined topic for an admin call (Stats, Backlog,
-// the dead-letter calls, NextDue, Owners): as Redis holds it now, so that a
+// adminTopic returns a defined topic for an admin call (Stats, the
+// dead-letter calls, NextDue, Owners): as Redis holds it now, so that a
 // topic another process deleted and defined again with another slot amount
 // is read and changed as it is, not as this client first knew it. One
 // read more per call; Send and Subscribe use the cache (lookupTopic).
