@@ -70,7 +70,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		s.askLogin(w, r, http.StatusBadRequest, "That form is not the login form.")
 		return
 	}
-	token := r.PostForm.Get("token")
+	token := strings.TrimSpace(r.PostForm.Get("token"))
 	if subtle.ConstantTimeCompare([]byte(token), []byte(s.opts.BearerToken)) != 1 {
 		s.log.Warn("rmqweb: a login failed", "remote", r.RemoteAddr)
 		s.askLogin(w, r, http.StatusUnauthorized, "That token is not the dashboard's.")

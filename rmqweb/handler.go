@@ -48,7 +48,9 @@ type Options struct {
 	// BearerToken, when not empty, is required by every request except the
 	// style sheet: as "Authorization: Bearer <token>", or once through the
 	// login form, which then sets a session cookie (HTTP-only, SameSite
-	// strict) valid until the handler is made again.
+	// strict) valid until the handler is made again. Spaces and line
+	// breaks around it are dropped (a token read from a file or a variable
+	// with its newline), as they are around the one a request shows.
 	BearerToken string
 	// Logger receives failed Redis reads and every action taken; default
 	// none.
@@ -82,6 +84,9 @@ type server struct {
 func Handler(c *rmq.Client, opts Options) http.Handler {
 	if opts.Title == "" {
 		opts.Title = defaultTitle
+	}
+	if t := strings.TrimSpace(opts.BearerToken); t != "" {
+		opts.BearerToken = t // (one of spaces alone is kept: it never matches, and stays required)
 	}
 	if opts.Minutes <= 0 {
 		opts.Minutes = defaultMinutes

@@ -99,6 +99,11 @@ func setupRequeue(fs *flag.FlagSet) runFunc {
 					return err
 				}
 			}
+			if len(b) == 0 {
+				// no message has an empty content: a selection of nothing
+				// (an unset shell variable) must not read as "requeue none"
+				return usagef("CONTENT %d is empty (requeue every dead message with no CONTENT)", len(contents)+1)
+			}
 			contents = append(contents, b)
 		}
 		c, done, err := af.connect(ctx)

@@ -21,6 +21,9 @@ func setupWorkers(fs *flag.FlagSet) runFunc {
 		if len(args) > 0 {
 			return usagef("unexpected argument %q", args[0])
 		}
+		if err := zf.check(fs); err != nil {
+			return err
+		}
 		if zf.servers != "" {
 			return zkWorkers(ctx, e, zf, af.namespace)
 		}
@@ -84,6 +87,9 @@ func setupAssignment(fs *flag.FlagSet) runFunc {
 	return func(ctx context.Context, e *env, args []string) error {
 		topic, err := topicArg(args, false)
 		if err != nil {
+			return err
+		}
+		if err := zf.check(fs); err != nil {
 			return err
 		}
 		if zf.servers != "" {

@@ -36,6 +36,21 @@ func addZKFlags(fs *flag.FlagSet) *zkFlags {
 
 // connect returns the coordinator for admin reads of namespace; the caller
 // closes it.
+// check refuses -zk-root, -zk-user or -zk-password without -zk: they would
+// be ignored, and the Redis coordinator read instead.
+func (f *zkFlags) check(fs *flag.FlagSet) error {
+	var set string
+	fs.Visit(func(fl *flag.Flag) {
+		if set == "" && strings.HasPrefix(fl.Name, "zk-") {
+			set = fl.Name
+		}
+	})
+	if set != "" && f.servers == "" {
+		return usagef("-%s needs -zk (the ZooKeeper ensemble to read)", set)
+	}
+	return nil
+}
+
 func (f *zkFlags) connect(namespace string) (*zookeeper.Coordinator, error) {
 	if err := checkNamespace(namespace); err != nil {
 		return nil, err
