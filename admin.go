@@ -70,7 +70,7 @@ func (c *Client) Stats(ctx context.Context, topic string) (Stats, error) {
 }
 
 func (c *Client) counts(ctx context.Context, topic string) (*topicInfo, []rdb.SlotCounts, error) {
-	t, err := c.adminTopic(ctx, topic)
+	t, err := c.loadTopic(ctx, topic)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -133,7 +133,7 @@ func (c *Client) DeleteDead(ctx context.Context, topic string, slot int, content
 
 // slotOf returns topic after checking that slot is one of its slots.
 func (c *Client) slotOf(ctx context.Context, topic string, slot int) (*topicInfo, error) {
-	t, err := c.adminTopic(ctx, topic)
+	t, err := c.loadTopic(ctx, topic)
 	if err != nil {
 		return nil, err
 	}

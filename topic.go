@@ -143,7 +143,7 @@ type topicInfo struct {
 // while a topic lives; a topic deleted and defined again under its name may
 // have another (this client learns it when it defines the topic, deletes
 // it, or after DeleteTopic dropped it, looks it up again; its admin calls
-// and Topics read the definition every time, adminTopic). A topic's
+// and Topics read the definition every time: loadTopic). A topic's
 // metrics outlive its entries: they count since New, whatever became of the
 // definition.
 type topicCache struct {
@@ -240,16 +240,12 @@ func (c *Client) lookupTopic(ctx context.Context, name string) (*topicInfo, erro
 	return c.loadTopic(ctx, name)
 }
 
-// adminTopic returns a defined topic for an admin call (Stats, the
-// dead-letter calls, NextDue, Owners): as Redis holds it now, so that a
-// topic another process deleted and defined again with another slot amount
-// is read and changed as it is, not as this client first knew it. One
-// read more per call; Send and Subscribe use the cache (lookupTopic).
-func (c *Client) adminTopic(ctx context.Context, name string) (*topicInfo, error) {
-	return c.loadTopic(ctx, name)
-}
-
 // loadTopic returns a defined topic as Redis holds it now, and caches it.
+// The admin calls that read or change a topic's slots (Stats, the
+// dead-letter calls, NextDue, Owners) use it, so that a topic another
+// process deleted and defined again with another slot amount is read and
+// changed as it is, not as this client first knew it: one read more per
+// call. Send, Subscribe and Backlog use the cache (lookupTopic).
 func (c *Client) loadTopic(ctx context.Context, name string) (*topicInfo, error) {
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrInvalidTopic, name, err)
@@ -298,8 +294,8 @@ func (c *Client) Topics(ctx context.Context) ([]Topic, error) {
 			unreadable = append(unreadable, err)
 			continue
 		}
-		if old := c.topics.get(name); old != nil && old.Topic != t {
-			c.learnTopic(t) // redefined by another process
+		if c.topics.get(name) != nil {
+			c.learnTopic(t) // another process may have defined it again
 		}
 		out = append(out, t)
 	}

@@ -123,7 +123,7 @@ func (c *Client) Owners(ctx context.Context, topic string) ([]SlotOwner, error) 
 	if ctx == nil {
 		return nil, ErrNilContext
 	}
-	t, err := c.adminTopic(ctx, topic)
+	t, err := c.loadTopic(ctx, topic)
 	if err != nil {
 		return nil, err
 	}

@@ -34,8 +34,6 @@ func addZKFlags(fs *flag.FlagSet) *zkFlags {
 	return f
 }
 
-// connect returns the coordinator for admin reads of namespace; the caller
-// closes it.
 // check refuses -zk-root, -zk-user or -zk-password without -zk: they would
 // be ignored, and the Redis coordinator read instead.
 func (f *zkFlags) check(fs *flag.FlagSet) error {
@@ -51,6 +49,8 @@ func (f *zkFlags) check(fs *flag.FlagSet) error {
 	return nil
 }
 
+// connect returns the coordinator for admin reads of namespace; the caller
+// closes it.
 func (f *zkFlags) connect(namespace string) (*zookeeper.Coordinator, error) {
 	if err := checkNamespace(namespace); err != nil {
 		return nil, err

@@ -294,15 +294,6 @@ func (r *membership) join() error {
 	node := workerNode{ID: r.id, PID: os.Getpid(), Topics: map[string]int{}, Started: time.Now().UnixMilli()}
 	node.Host, _ = os.Hostname()
 	for _, t := range r.topics {
-		node.Topics[t.Topic] = t.Threads
-	}
-	if data, _ := json.Marshal(node); len(data) > maxNodeData {
-		// A request over the server's limit closes the connection, or,
-		// past a leader's larger limit, breaks the ensemble's followers.
-		return &fatalError{fmt.Errorf("%w: this worker's description (%d topics) takes %d bytes, over a ZooKeeper node's %d",
-			ErrInvalidConfig, len(node.Topics), len(data), maxNodeData)}
-	}
-	for _, t := range r.topics {
 		if err := ensurePath(conn, r.paths.owners(t.Topic), acl); err != nil {
 			return err
 		}
@@ -314,6 +305,7 @@ func (r *membership) join() error {
 				return err
 			}
 		}
+		node.Topics[t.Topic] = t.Threads
 	}
 	node.Declines = r.declinesNow()
 	data, _ := json.Marshal(node)
