@@ -19,7 +19,10 @@ import (
 // every presenceRenew and gone presenceTTL after the last renewal. Start
 // refuses (ErrNamespaceBusy) to consume beside a process it cannot share the
 // namespace with: a process of the local coordinator shares it with nobody,
-// and processes of different coordinators do not share one either.
+// and processes of different coordinators do not share one either. A local
+// process also counts the Redis coordinator's unexpired members, whose
+// leases outlast their entries (presence.lua; the coordinator's join
+// refuses a member beside a local entry in turn: join.lua).
 const (
 	presenceTTL   = 3 * time.Second
 	presenceRenew = time.Second

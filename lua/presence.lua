@@ -6,6 +6,11 @@
 -- KEYS[1] presence zset   member = "<coordinator>/<process id>"; score =
 --                         expiry, Unix ms by the Redis clock
 -- KEYS[2] topics   hash   member → the topics it consumes (comma-separated)
+-- KEYS[3] members  zset   the Redis coordinator's workers (join.lua): a
+--                         local process shares the namespace with none whose
+--                         membership has not expired, entry or not (its
+--                         leases last until then: a worker frozen or cut off
+--                         past its presence entry's expiry)
 --
 -- ARGV[1] me       "<coordinator>/<process id>"
 -- ARGV[2] ttl      ms until the entry expires unless renewed
@@ -38,6 +43,10 @@ for _, other in ipairs(redis.call('ZRANGE', presence, 0, -1)) do
       break
     end
   end
+end
+if conflict == '' and kind == 'local' then
+  local live = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'LIMIT', 0, 1)
+  if #live > 0 then conflict = 'redis/member ' .. live[1] end
 end
 if conflict ~= '' and ARGV[3] == 'join' then return conflict end
 redis.call('ZADD', presence, now + tonumber(ARGV[2]), me)

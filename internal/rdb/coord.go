@@ -17,7 +17,7 @@ type Coordination interface {
 	// Join registers worker id with its description for ttl; with update it
 	// only rewrites the description of a live member. It returns the
 	// membership's expiry, Unix ms by the Redis clock, or -1 when an update
-	// finds the membership expired (gone for good).
+	// finds the membership expired (gone for good), or ErrLocalPresence.
 	Join(ctx context.Context, id string, ttl time.Duration, info string, update bool) (int64, error)
 	// Heartbeat renews id's membership and leader lease (taking a free one
 	// when lead), and, for the leader, drops expired members.
@@ -90,6 +90,10 @@ func NewCoordination(rdb redis.UniversalClient, keys Keyspace) Coordination {
 	return &coordination{rdb: rdb, keys: keys, topo: topologyOf(rdb)}
 }
 
+// ErrLocalPresence: a join refused while a process of the local coordinator
+// consumes the namespace, which it shares with nobody (presence.lua).
+var ErrLocalPresence = errors.New("rmq: a process of the local coordinator consumes the namespace")
+
 // Join implements Coordination.
 func (c *coordination) Join(ctx context.Context, id string, ttl time.Duration, info string, update bool) (int64, error) {
 	flag := "0"
@@ -97,7 +101,7 @@ func (c *coordination) Join(ctx context.Context, id string, ttl time.Duration, i
 		flag = "1"
 	}
 	k := c.keys
-	v, err := joinScript.Run(ctx, c.rdb, []string{k.Members(), k.Workers(), k.MembersVersion()},
+	v, err := joinScript.Run(ctx, c.rdb, []string{k.Members(), k.Workers(), k.MembersVersion(), k.Presence()},
 		id, ttl.Milliseconds(), info, k.CoordChannel(), flag).Int64Slice()
 	if err != nil {
 		c.topo.failed(err)
@@ -105,6 +109,9 @@ func (c *coordination) Join(ctx context.Context, id string, ttl time.Duration, i
 	}
 	if len(v) != 2 {
 		return 0, fmt.Errorf("rmq: join script returned %d values", len(v))
+	}
+	if v[1] == -2 {
+		return 0, ErrLocalPresence
 	}
 	return v[1], nil
 }
@@ -286,7 +293,7 @@ func (c *coordination) Listen(ctx context.Context, deliver func(msg any)) {
 
 // Presence implements Coordination.
 func (c *coordination) Presence(ctx context.Context, me string, ttl time.Duration, mode string, topics ...string) (string, error) {
-	return presenceScript.Run(ctx, c.rdb, []string{c.keys.Presence(), c.keys.PresenceTopics()}, me, ttl.Milliseconds(), mode,
+	return presenceScript.Run(ctx, c.rdb, []string{c.keys.Presence(), c.keys.PresenceTopics(), c.keys.Members()}, me, ttl.Milliseconds(), mode,
 		strings.Join(topics, ",")).Text()
 }
 
