@@ -31,6 +31,24 @@ type redisWorker struct {
 	GaveUp map[string]map[int]string `json:"gaveUpSlots,omitempty"`
 }
 
+// slotsTold is who told the leader a topic's slot amount: a worker that
+// serves (alive, not leaving) knows the topic as defined now, where one
+// crashed, cut off or leaving may have known a definition since deleted
+// (DeleteTopic waits only for presence entries, which lapse before a
+// membership does); among alike, the one started last.
+type slotsTold struct {
+	serving bool
+	started int64 // Unix ms
+}
+
+// newer reports whether t's word outweighs prev's.
+func (t slotsTold) newer(prev slotsTold) bool {
+	if t.serving != prev.serving {
+		return t.serving
+	}
+	return t.started >= prev.started
+}
+
 // redisTopicSpec is one subscribed topic of a worker.
 type redisTopicSpec struct {
 	Slots   int `json:"slots"`
@@ -104,6 +122,7 @@ func (r *redisRun) lead(ctx context.Context, id string, version int64) error {
 	}
 	units := make(map[string][]WorkerThreads) // topic → workers' threads
 	slots := make(map[string]int)
+	told := make(map[string]slotsTold) // topic → whose slot amount slots holds
 	declines := r.declines.Begin()
 	for i, w := range ids {
 		var d redisWorker
@@ -111,9 +130,10 @@ func (r *redisRun) lead(ctx context.Context, id string, version int64) error {
 			r.log.Warn("rmq: redis coordinator: unreadable worker description; ignoring it", "worker", w, "err", err)
 			continue
 		}
+		by := slotsTold{serving: alive[i] && !d.Leaving, started: d.Started}
 		for topic, spec := range d.Topics {
-			if _, seen := slots[topic]; !seen || spec.Slots > 0 {
-				slots[topic] = spec.Slots
+			if prev, seen := told[topic]; !seen || spec.Slots > 0 && (slots[topic] == 0 || by.newer(prev)) {
+				slots[topic], told[topic] = spec.Slots, by
 			}
 			if alive[i] && !d.Leaving {
 				units[topic] = append(units[topic], WorkerThreads{Worker: w, Threads: spec.Threads})
