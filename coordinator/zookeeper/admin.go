@@ -28,7 +28,8 @@ type WorkerInfo struct {
 	Declined map[string][]int
 }
 
-// Workers lists the live workers of namespace, sorted by id.
+// Workers lists the live workers of namespace, sorted by id; one whose node
+// it cannot parse (not written by this package) by its id alone.
 func (z *Coordinator) Workers(ctx context.Context, namespace string) ([]WorkerInfo, error) {
 	conn, err := z.adminConn(ctx)
 	if err != nil {
@@ -62,7 +63,10 @@ func (z *Coordinator) Workers(ctx context.Context, namespace string) ([]WorkerIn
 			}
 			var w workerNode
 			if err := json.Unmarshal(data, &w); err != nil {
-				return fmt.Errorf("worker %s: %w", id, err)
+				// Not written by this package: listed, with what it
+				// says unknown, rather than hiding every other worker.
+				out = append(out, WorkerInfo{ID: id, Leader: id == leaderID})
+				continue
 			}
 			out = append(out, WorkerInfo{ID: id, Host: w.Host, PID: w.PID, Topics: w.Topics,
 				Started: time.UnixMilli(w.Started), Leader: id == leaderID, Declined: w.Declines})
@@ -91,7 +95,8 @@ var ErrUnknownTopic = errors.New("rmq: unknown topic")
 // Assignment returns, for every slot of topic, its assigned and its current
 // owner. They differ while a slot is being handed over. A topic defined but
 // not yet assigned (no worker subscribed) has no slots; one ZooKeeper has no
-// record of fails with ErrUnknownTopic.
+// record of fails with ErrUnknownTopic, and an owner node it cannot read
+// fails the call.
 func (z *Coordinator) Assignment(ctx context.Context, namespace, topic string) (int64, []SlotOwnership, error) {
 	conn, err := z.adminConn(ctx)
 	if err != nil {
@@ -134,8 +139,11 @@ func (z *Coordinator) Assignment(ctx context.Context, namespace, topic string) (
 				continue
 			}
 			data, st, err := conn.Get(p.owner(topic, slot))
-			if err != nil {
+			if errors.Is(err, zk.ErrNoNode) {
 				continue // released meanwhile
+			}
+			if err != nil {
+				return fmt.Errorf("owner of slot %d: %w", slot, err)
 			}
 			var o ownerNode
 			_ = json.Unmarshal(data, &o)
