@@ -128,7 +128,8 @@ func (c *Client) DeadMessages(ctx context.Context, topic string, limit int) ([]D
 // contents) and returns how many moved. They
 // are due at once; on a Priority topic they rank below every fresh priority.
 // A content that is also pending merges with it, with fresh retries: it
-// keeps that copy's due time or priority.
+// keeps that copy's due time or priority (one waiting out a retry backoff:
+// the retry's due time).
 // See RequeueDeadProgress to follow a large requeue.
 func (c *Client) RequeueDead(ctx context.Context, topic string, contents ...[]byte) (int64, error) {
 	return c.RequeueDeadProgress(ctx, topic, nil, contents...)

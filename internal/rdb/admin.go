@@ -53,7 +53,7 @@ func (b *redisBroker) Requeue(ctx context.Context, keys SlotKeys, limit int, mem
 	for _, m := range members {
 		args = append(args, m)
 	}
-	return runOnSlot(ctx, b.rdb, requeueScript, []string{keys.Dead, keys.Store}, args...).Int64()
+	return runOnSlot(ctx, b.rdb, requeueScript, []string{keys.Dead, keys.Store, keys.Retry}, args...).Int64()
 }
 
 // Purge implements Broker.
