@@ -3,6 +3,7 @@ package rmq
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"time"
 )
@@ -73,7 +74,7 @@ type subscription struct {
 // before Start (ErrStarted after it, ErrClosed once consumption ended), once
 // per topic. Nil options are skipped.
 func (c *Client) Subscribe(topic string, listener MessageListener, opts ...SubscribeOption) error {
-	if listener == nil {
+	if nilListener(listener) {
 		return fmt.Errorf("%w for topic %q", ErrNilListener, topic)
 	}
 	def := DefaultBreaker
@@ -124,4 +125,18 @@ func (c *Client) Subscribe(topic string, listener MessageListener, opts ...Subsc
 	}
 	c.subs[topic] = s
 	return nil
+}
+
+// nilListener reports whether l is nil, or a nil func, pointer, map, chan
+// or slice behind the interface (an unset ListenerFunc), whose every call
+// would panic and send each message of the topic to the dead set.
+func nilListener(l MessageListener) bool {
+	if l == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(l); v.Kind() {
+	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }

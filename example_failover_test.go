@@ -23,6 +23,9 @@ func ExampleWithReplicaAck() {
 	}
 	defer c.Close(context.Background())
 	ctx := context.Background()
+	if err := c.DefineTopic(ctx, rmq.Topic{Name: "order-close", SlotAmount: 16, Type: rmq.FixedTime}); err != nil {
+		log.Fatal(err)
+	}
 	msg := rmq.FixedTimeMessage{Topic: "order-close", Content: []byte("order:9"), FixedTime: time.Now().Add(30 * time.Minute)}
 	for attempt := 1; ; attempt++ {
 		err := c.Producer().Send(ctx, msg)

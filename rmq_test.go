@@ -54,6 +54,11 @@ func TestSubscribeRejectsBadInput(t *testing.T) {
 	define(t, c, "t", 4, rmq.Priority)
 	l := rmq.ListenerFunc(func(context.Context, *rmq.Message) error { return nil })
 	assert.ErrorIs(t, c.Subscribe("t", nil), rmq.ErrNilListener)
+	// An unset ListenerFunc or a nil pointer behind the interface: every
+	// call would panic, and every message of the topic go to dead.
+	var unset rmq.ListenerFunc
+	assert.ErrorIs(t, c.Subscribe("t", unset), rmq.ErrNilListener)
+	assert.ErrorIs(t, c.Subscribe("t", (*recorder)(nil)), rmq.ErrNilListener)
 	assert.ErrorIs(t, c.Subscribe("nope", l), rmq.ErrUnknownTopic)
 	assert.ErrorIs(t, c.Subscribe("t", l, rmq.WithThreads(0)), rmq.ErrInvalidOption)
 	require.NoError(t, c.Subscribe("t", l, rmq.WithThreads(2)))
