@@ -5,10 +5,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -30,8 +32,11 @@ const reloadEvery = 200 * time.Millisecond
 
 // topologies holds one topology per Cluster client, shared by everything of
 // RMQ that uses the client (sender, consumers, coordinator), so that their
-// failures share one rate limit.
-var topologies sync.Map // *redis.ClusterClient → *topology
+// failures share one rate limit. It holds neither weakly: a topology lives
+// as long as something of RMQ uses it, and its client as long as that or
+// the caller does (the caller owns it: New), and the entry goes with the
+// topology.
+var topologies sync.Map // weak.Pointer[redis.ClusterClient] → weak.Pointer[topology]
 
 // topologyOf returns the topology of client, or nil if it is not a Cluster
 // client.
@@ -40,11 +45,28 @@ func topologyOf(client redis.UniversalClient) *topology {
 	if !ok {
 		return nil
 	}
-	if t, ok := topologies.Load(cc); ok {
-		return t.(*topology)
+	key := weak.Make(cc)
+	for {
+		held, found := topologies.Load(key)
+		if found {
+			if t := held.(weak.Pointer[topology]).Value(); t != nil {
+				return t
+			}
+		}
+		t := &topology{client: cc}
+		ref := weak.Make(t)
+		if found && !topologies.CompareAndSwap(key, held, ref) || !found && !storeNew(key, ref) {
+			continue // another call stored one meanwhile
+		}
+		runtime.AddCleanup(t, func(key weak.Pointer[redis.ClusterClient]) { topologies.CompareAndDelete(key, ref) }, key)
+		return t
 	}
-	t, _ := topologies.LoadOrStore(cc, &topology{client: cc})
-	return t.(*topology)
+}
+
+// storeNew stores ref under key unless an entry is there.
+func storeNew(key weak.Pointer[redis.ClusterClient], ref weak.Pointer[topology]) bool {
+	_, loaded := topologies.LoadOrStore(key, ref)
+	return !loaded
 }
 
 // failed reports whether err says the slot map may be stale, and if so asks
