@@ -84,10 +84,12 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOp
 			return fmt.Errorf("rmq: delete topic %q in the coordinator: %w", t.Name, err)
 		}
 	}
-	if err := c.broker.DeleteTopic(ctx, t.Name); err != nil {
+	done := c.stats.deleting(t.Name, c.topicMetricsOf(t.Name)) // no flush adds them back meanwhile
+	err = c.broker.DeleteTopic(ctx, t.Name)
+	done()
+	if err != nil {
 		return fmt.Errorf("rmq: delete topic %q: %w", t.Name, err)
 	}
-	c.stats.forget(t.Name, c.topicMetricsOf(t.Name))
 	c.topics.drop(t.Name)
 	c.backlogs.forget(t.Name)
 	return nil

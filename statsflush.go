@@ -2,6 +2,7 @@ package rmq
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,15 +17,19 @@ type statsFlusher struct {
 	c *Client
 
 	running atomic.Bool // started, for a lock-free check on the send path
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	closing bool               // Close has begun (quiet): each flush is bounded, and they end once one went unanswered
-	stop    context.CancelFunc // ends the flusher's sleep, not a flush under way
-	done    chan struct{}
-	call    *flushCall              // the flush under way, if any
-	deleted map[string]TopicMetrics // topics deleted since the last flush, with their figures then (forget)
-	now     chan chan struct{}      // asks the flusher for a flush now (flushNow)
+	// flushing is held by each flush from its read of the metrics to its
+	// batch's reply, and by a topic's deletion (deleting): a flush that read
+	// the topic's figures never adds them after its shared metrics went.
+	flushing sync.Mutex
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+	closing  bool               // Close has begun (quiet): each flush is bounded, and they end once one went unanswered
+	stop     context.CancelFunc // ends the flusher's sleep, not a flush under way
+	done     chan struct{}
+	call     *flushCall              // the flush under way, if any
+	deleted  map[string]TopicMetrics // topics deleted since the last flush, with their figures then (forget)
+	now      chan chan struct{}      // asks the flusher for a flush now (flushNow)
 
 	id       string                  // names the client's batches (rdb.StatsBatch), random
 	seq      int64                   // the last batch's number (flusher goroutine only)
@@ -184,12 +189,23 @@ func (f *statsFlusher) close(ctx context.Context) {
 	}
 	f.lastCall(ctx, f.flush)
 	until := time.Now().Add(statsCloseMoveWait)
-	for f.pending != nil && f.moves.Lasted(time.Now()) > 0 && time.Now().Before(until) {
+	refused := func() bool { // the last batch refused while the namespace's hash slot moves
+		f.flushing.Lock()
+		defer f.flushing.Unlock()
+		return f.pending != nil && f.moves.Lasted(time.Now()) > 0
+	}
+	for refused() && time.Now().Before(until) {
 		wait.Sleep(ctx, statsCloseMovePause)
 		if ctx.Err() != nil {
 			return
 		}
-		f.lastCall(ctx, func(ctx context.Context) { f.send(ctx) })
+		f.lastCall(ctx, func(ctx context.Context) {
+			f.flushing.Lock()
+			defer f.flushing.Unlock()
+			if f.pending != nil {
+				f.send(ctx)
+			}
+		})
 	}
 }
 
@@ -212,6 +228,8 @@ func (f *statsFlusher) lastCall(ctx context.Context, flush func(ctx context.Cont
 // unchanged, so that Redis adds it once even if the failed call had added it
 // (its reply lost); what the metrics gained meanwhile follows in a new batch.
 func (f *statsFlusher) flush(ctx context.Context) {
+	f.flushing.Lock()
+	defer f.flushing.Unlock()
 	f.shareBreakers(ctx)
 	if f.pending != nil && !f.send(ctx) {
 		return
@@ -243,17 +261,30 @@ func (f *statsFlusher) flush(ctx context.Context) {
 	f.send(ctx)
 }
 
-// forget counts a deleted topic's figures as sent up to then, its figures
-// at its deletion: a topic defined again under its name is sent what the
-// client counts from then on, neither what the deleted one counted and had
-// not yet sent, nor less what it sent (which went negative).
-func (f *statsFlusher) forget(topic string, then TopicMetrics) {
+// deleting begins the deletion of topic's shared metrics: it waits for a
+// flush under way, holds the next ones until done is called (once the
+// metrics are deleted), and counts the topic's figures as sent up to then,
+// its figures at its deletion: a topic defined again under its name is sent
+// what the client counts from then on, neither what the deleted one counted
+// and had not yet sent, nor less what it sent (which went negative). A
+// batch still to send drops the topic's part (sent again unchanged, it
+// would add the metrics back: a batch Redis had added is not added again
+// whatever it holds, stats.lua).
+func (f *statsFlusher) deleting(topic string, then TopicMetrics) (done func()) {
+	f.flushing.Lock()
 	f.mu.Lock()
 	if f.deleted == nil {
 		f.deleted = make(map[string]TopicMetrics)
 	}
 	f.deleted[topic] = then
 	f.mu.Unlock()
+	if f.pending != nil {
+		f.pending.Deltas = slices.DeleteFunc(f.pending.Deltas, func(d rdb.StatsDelta) bool { return d.Topic == topic })
+		if len(f.pending.Deltas) == 0 {
+			f.pending = nil
+		}
+	}
+	return f.flushing.Unlock
 }
 
 // send adds the pending batch; it reports whether that is done.
