@@ -84,16 +84,13 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOp
 			return fmt.Errorf("rmq: delete topic %q in the coordinator: %w", t.Name, err)
 		}
 	}
-	release := c.stats.hold() // no flush adds the shared metrics back meanwhile
+	done := c.stats.deleting(t.Name, c.topicMetricsOf(t.Name)) // no flush adds them back meanwhile
 	err = c.broker.DeleteTopic(ctx, t.Name)
-	if err == nil {
-		c.stats.deleted(t.Name)
-		c.topics.forget(t.Name)
-	}
-	release()
+	done()
 	if err != nil {
 		return fmt.Errorf("rmq: delete topic %q: %w", t.Name, err)
 	}
+	c.topics.drop(t.Name)
 	c.backlogs.forget(t.Name)
 	return nil
 }

@@ -27,8 +27,9 @@ type statsFlusher struct {
 	closing  bool               // Close has begun (quiet): each flush is bounded, and they end once one went unanswered
 	stop     context.CancelFunc // ends the flusher's sleep, not a flush under way
 	done     chan struct{}
-	call     *flushCall         // the flush under way, if any
-	now      chan chan struct{} // asks the flusher for a flush now (flushNow)
+	call     *flushCall              // the flush under way, if any
+	deleted  map[string]TopicMetrics // topics deleted since the last flush, with their figures then (forget)
+	now      chan chan struct{}      // asks the flusher for a flush now (flushNow)
 
 	id       string                  // names the client's batches (rdb.StatsBatch), random
 	seq      int64                   // the last batch's number (flusher goroutine only)
@@ -236,6 +237,12 @@ func (f *statsFlusher) flush(ctx context.Context) {
 	if f.last == nil {
 		f.last = make(map[string]TopicMetrics)
 	}
+	f.mu.Lock()
+	for topic, then := range f.deleted {
+		f.last[topic] = then
+	}
+	clear(f.deleted)
+	f.mu.Unlock()
 	minute := time.Now().Unix() / 60
 	var deltas []rdb.StatsDelta
 	now := f.c.TopicMetrics()
@@ -254,28 +261,30 @@ func (f *statsFlusher) flush(ctx context.Context) {
 	f.send(ctx)
 }
 
-// hold waits for a flush under way and holds the next ones until release
-// is called: a topic's deletion (DeleteTopic) deletes its shared metrics
-// meanwhile, so that no flush that read the topic's figures adds them back.
-func (f *statsFlusher) hold() (release func()) {
+// deleting begins the deletion of topic's shared metrics: it waits for a
+// flush under way, holds the next ones until done is called (once the
+// metrics are deleted), and counts the topic's figures as sent up to then,
+// its figures at its deletion: a topic defined again under its name is sent
+// what the client counts from then on, neither what the deleted one counted
+// and had not yet sent, nor less what it sent (which went negative). A
+// batch still to send drops the topic's part (sent again unchanged, it
+// would add the metrics back: a batch Redis had added is not added again
+// whatever it holds, stats.lua).
+func (f *statsFlusher) deleting(topic string, then TopicMetrics) (done func()) {
 	f.flushing.Lock()
-	return f.flushing.Unlock
-}
-
-// deleted forgets topic, whose shared metrics were deleted, under hold: the
-// client's figures of it go (a topic defined again under its name counts
-// from zero: topicCache.forget), and so do what was sent of them and their
-// part of a batch still to send (sent again unchanged, it would add them
-// back; a batch Redis had added is not added again whatever it holds,
-// stats.lua).
-func (f *statsFlusher) deleted(topic string) {
-	delete(f.last, topic)
+	f.mu.Lock()
+	if f.deleted == nil {
+		f.deleted = make(map[string]TopicMetrics)
+	}
+	f.deleted[topic] = then
+	f.mu.Unlock()
 	if f.pending != nil {
 		f.pending.Deltas = slices.DeleteFunc(f.pending.Deltas, func(d rdb.StatsDelta) bool { return d.Topic == topic })
 		if len(f.pending.Deltas) == 0 {
 			f.pending = nil
 		}
 	}
+	return f.flushing.Unlock
 }
 
 // send adds the pending batch; it reports whether that is done.

@@ -145,7 +145,7 @@ type topicInfo struct {
 // it, or after DeleteTopic dropped it, looks it up again; its admin calls
 // and Topics read the definition every time: loadTopic). A topic's
 // metrics outlive its entries: they count since New, whatever became of the
-// definition, unless this client deleted the topic (forget).
+// definition.
 type topicCache struct {
 	mu      sync.RWMutex
 	byName  map[string]*topicInfo
@@ -158,14 +158,10 @@ func (c *topicCache) get(name string) *topicInfo {
 	return c.byName[name]
 }
 
-// forget drops a deleted topic's entry and metrics: a topic defined again
-// under its name counts from zero, and a process that makes and deletes
-// topics of new names keeps nothing of each.
-func (c *topicCache) forget(name string) {
+func (c *topicCache) drop(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byName, name)
-	delete(c.metrics, name)
 }
 
 // put returns the entry of t: the cached one if it agrees with t, else a

@@ -9,9 +9,8 @@ import (
 )
 
 // TopicMetrics are one topic's counters and histograms in this process
-// since New (or since the client deleted the topic: DeleteTopic): the
-// producer's for every topic it sent to, the consumers' for every
-// subscribed topic. Backlogs live in Redis: see Client.Backlog.
+// since New: the producer's for every topic it sent to, the consumers' for
+// every subscribed topic. Backlogs live in Redis: see Client.Backlog.
 type TopicMetrics struct {
 	Topic string
 	Type  TopicType
