@@ -44,7 +44,7 @@ func (c *Client) NextDue(ctx context.Context, topic string, slot, limit int) ([]
 	if err != nil || limit <= 0 {
 		return nil, err
 	}
-	now := time.Now()
+	now := c.clock.now() // a retry is ready by the Redis clock
 	entries, err := c.broker.Pending(ctx, t.slots[slot], int64(limit), t.Type == Priority, t.Type == RangeMerge, now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("rmq: pending messages of topic %q slot %d: %w", topic, slot, err)

@@ -41,11 +41,21 @@ type presence struct {
 	// (one cut off from Redis past presenceTTL, now back): yield is called.
 	alone bool
 	yield func(other string)
+	// clock, if set, learns the Redis clock from each join and renewal.
+	clock *redisClock
 	// vouch, if set, is told after each join or renewal that found the
 	// namespace this process's alone until when that holds for sure: the
 	// call's send time plus the entry's TTL, less a tenth for clock rates
 	// (Member.Exclusive, the local coordinator's leases).
 	vouch func(until time.Time)
+}
+
+// heard passes the Redis clock read by a call sent at sent, answered now,
+// to the client's clock (none when the call failed: nowUs 0).
+func (p *presence) heard(nowUs int64, sent time.Time) {
+	if p.clock != nil {
+		p.clock.note(nowUs, sent, time.Now())
+	}
 }
 
 // vouched tells vouch how long the entry written by a call sent at sent
@@ -58,7 +68,7 @@ func (p *presence) vouched(sent time.Time) {
 
 func (c *Client) newPresence(subs map[string]*subscription) *presence {
 	p := &presence{co: c.coord, me: c.processID(), log: c.cfg.logger.Error, warn: c.cfg.logger.Warn,
-		debug: c.cfg.logger.Debug}
+		debug: c.cfg.logger.Debug, clock: &c.clock}
 	p.alone = strings.HasPrefix(p.me, "local/")
 	for name := range subs {
 		p.topics = append(p.topics, name)
@@ -94,7 +104,8 @@ func (p *presence) join(ctx context.Context) error {
 	var moves rdb.SlotMoves
 	for attempt := 1; ; {
 		sent := time.Now()
-		other, err := p.co.Presence(ctx, p.me, presenceTTL, "join", p.topics...)
+		other, now, err := p.co.Presence(ctx, p.me, presenceTTL, "join", p.topics...)
+		p.heard(now, sent)
 		pause, debug, warn, moving := moves.Refused(err, time.Now(), presenceMoveWarn)
 		switch {
 		case err == nil && other == "":
@@ -139,7 +150,8 @@ func (p *presence) renew(ctx context.Context) {
 		}
 		call, cancel := context.WithTimeout(ctx, presenceTTL)
 		sent := time.Now()
-		other, err := p.co.Presence(call, p.me, presenceTTL, "renew", p.topics...)
+		other, now, err := p.co.Presence(call, p.me, presenceTTL, "renew", p.topics...)
+		p.heard(now, sent)
 		cancel()
 		cut = unansweredNote(cut, err, time.Since(sent))
 		if err != nil && ctx.Err() == nil && p.debug != nil {
@@ -166,5 +178,5 @@ func (p *presence) renew(ctx context.Context) {
 	}
 	leave, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_, _ = p.co.Presence(leave, p.me, 0, "leave") // if it fails, the entry expires
+	_, _, _ = p.co.Presence(leave, p.me, 0, "leave") // if it fails, the entry expires
 }

@@ -21,14 +21,14 @@ type scriptedPresence struct {
 	calls int
 }
 
-func (s *scriptedPresence) Presence(context.Context, string, time.Duration, string, ...string) (string, error) {
+func (s *scriptedPresence) Presence(context.Context, string, time.Duration, string, ...string) (string, int64, error) {
 	s.calls++
 	if len(s.errs) > 0 {
 		err := s.errs[0]
 		s.errs = s.errs[1:]
-		return "", err
+		return "", 0, err
 	}
-	return "", nil
+	return "", 0, nil
 }
 
 // recordedLog keeps the messages of one level.

@@ -19,11 +19,11 @@ type failingPresence struct {
 	modes []string
 }
 
-func (f *failingPresence) Presence(_ context.Context, _ string, _ time.Duration, mode string, _ ...string) (string, error) {
+func (f *failingPresence) Presence(_ context.Context, _ string, _ time.Duration, mode string, _ ...string) (string, int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.modes = append(f.modes, mode)
-	return "", errors.New("injected: redis down")
+	return "", 0, errors.New("injected: redis down")
 }
 
 // A failed renewal of the presence entry is logged at Debug and tried again

@@ -51,6 +51,7 @@ type Client struct {
 	producer *Producer
 	waits    rdb.RetryWaits
 	counters counters
+	clock    redisClock // the Redis clock's skew, for wake-ups' timers
 
 	mu     sync.Mutex
 	state  clientState

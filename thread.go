@@ -182,7 +182,7 @@ func (t *thread) absorb(hard context.Context) {
 		if s == nil {
 			continue
 		}
-		at := time.UnixMilli(due)
+		at := t.sub.c.clock.local(due) // due by the Redis clock
 		if s.busy != nil && (s.wokeBusy.IsZero() || at.Before(s.wokeBusy)) {
 			// The pop may have looked before this wake-up's message was
 			// stored, and its result would park the slot or set a later look.
@@ -359,6 +359,7 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 		t.popFailed(call, now)
 		return
 	}
+	c.clock.note(res.NowUs, call.sent, now)
 	if n := t.recovered(s); n > 0 {
 		c.cfg.logger.Info("rmq: redis reachable again", "topic", t.sub.topic.Name, "slot", s.lease.Slot(), "failures", n)
 	}

@@ -23,7 +23,7 @@ func TestRedisWorkerDoesNotJoinBesideALocalProcess(t *testing.T) {
 	ns := testenv.Namespace(t, b)
 	co := rdb.NewCoordination(b.Redis, rdb.NewKeyspace(ns))
 	ctx := context.Background()
-	other, err := co.Presence(ctx, "local/elsewhere:1:0x1", 10*time.Second, "join", testTopic)
+	other, _, err := co.Presence(ctx, "local/elsewhere:1:0x1", 10*time.Second, "join", testTopic)
 	require.NoError(t, err)
 	require.Empty(t, other)
 
@@ -35,7 +35,7 @@ func TestRedisWorkerDoesNotJoinBesideALocalProcess(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, members, "a member joined beside a local process")
 
-	_, err = co.Presence(ctx, "local/elsewhere:1:0x1", 0, "leave")
+	_, _, err = co.Presence(ctx, "local/elsewhere:1:0x1", 0, "leave")
 	require.NoError(t, err)
 	waitFor(t, board, 10*time.Second, "a serves every slot once the local process left", func() bool {
 		return board.count("a") == 16
@@ -53,12 +53,12 @@ func TestLocalPresenceRefusedBesideALiveRedisMember(t *testing.T) {
 	ctx := context.Background()
 	_, err := co.Join(ctx, "w.x.1", 2*time.Second, "{}", false)
 	require.NoError(t, err)
-	other, err := co.Presence(ctx, "local/here:1:0x1", 3*time.Second, "join", testTopic)
+	other, _, err := co.Presence(ctx, "local/here:1:0x1", 3*time.Second, "join", testTopic)
 	require.NoError(t, err)
 	assert.Equal(t, "redis/member w.x.1", other)
 
 	time.Sleep(2100 * time.Millisecond) // the membership expires
-	other, err = co.Presence(ctx, "local/here:1:0x1", 3*time.Second, "join", testTopic)
+	other, _, err = co.Presence(ctx, "local/here:1:0x1", 3*time.Second, "join", testTopic)
 	require.NoError(t, err)
 	assert.Empty(t, other)
 	_, err = co.Join(ctx, "w.x.2", 2*time.Second, "{}", false)

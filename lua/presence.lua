@@ -18,16 +18,19 @@
 --                  same, but keep me even then; "leave": remove me
 -- ARGV[4] topics   the topics me consumes, comma-separated
 --
--- Returns "" when the entry stands (or left), else the first conflicting
--- neighbour's entry (on "join" nothing was added).
+-- Returns {conflict, now}: conflict is "" when the entry stands (or left),
+-- else the first conflicting neighbour's entry (on "join" nothing was
+-- added); now is the Redis clock in µs (0 on "leave"), by which a client
+-- learns how far its own clock is off (redisClock).
 local presence, topics, me = KEYS[1], KEYS[2], ARGV[1]
 if ARGV[3] == 'leave' then
   redis.call('ZREM', presence, me)
   redis.call('HDEL', topics, me)
-  return ''
+  return {'', 0}
 end
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = math.floor(nowUs / 1000)
 local gone = redis.call('ZRANGEBYSCORE', presence, '-inf', now)
 if #gone > 0 then
   redis.call('ZREMRANGEBYSCORE', presence, '-inf', now)
@@ -48,7 +51,7 @@ if conflict == '' and kind == 'local' then
   local live = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'LIMIT', 0, 1)
   if #live > 0 then conflict = 'redis/member ' .. live[1] end
 end
-if conflict ~= '' and ARGV[3] == 'join' then return conflict end
+if conflict ~= '' and ARGV[3] == 'join' then return {conflict, nowUs} end
 redis.call('ZADD', presence, now + tonumber(ARGV[2]), me)
 redis.call('HSET', topics, me, ARGV[4] or '')
-return conflict
+return {conflict, nowUs}

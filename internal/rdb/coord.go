@@ -55,8 +55,9 @@ type Coordination interface {
 	Listen(ctx context.Context, deliver func(msg any))
 	// Presence records me ("<coordinator>/<process id>") as consuming topics
 	// of the namespace for ttl (mode "join", "renew" or "leave"; see
-	// presence.lua) and returns the first neighbour that conflicts ("" for none).
-	Presence(ctx context.Context, me string, ttl time.Duration, mode string, topics ...string) (string, error)
+	// presence.lua) and returns the first neighbour that conflicts ("" for
+	// none), and the Redis clock in µs (0 on "leave").
+	Presence(ctx context.Context, me string, ttl time.Duration, mode string, topics ...string) (string, int64, error)
 	// PresentWorkers returns every unexpired presence entry with its expiry.
 	PresentWorkers(ctx context.Context) (map[string]time.Time, error)
 }
@@ -292,9 +293,18 @@ func (c *coordination) Listen(ctx context.Context, deliver func(msg any)) {
 }
 
 // Presence implements Coordination.
-func (c *coordination) Presence(ctx context.Context, me string, ttl time.Duration, mode string, topics ...string) (string, error) {
-	return presenceScript.Run(ctx, c.rdb, []string{c.keys.Presence(), c.keys.PresenceTopics(), c.keys.Members()}, me, ttl.Milliseconds(), mode,
-		strings.Join(topics, ",")).Text()
+func (c *coordination) Presence(ctx context.Context, me string, ttl time.Duration, mode string, topics ...string) (string, int64, error) {
+	v, err := presenceScript.Run(ctx, c.rdb, []string{c.keys.Presence(), c.keys.PresenceTopics(), c.keys.Members()}, me,
+		ttl.Milliseconds(), mode, strings.Join(topics, ",")).Slice()
+	if err != nil {
+		return "", 0, err
+	}
+	if len(v) != 2 {
+		return "", 0, fmt.Errorf("rmq: presence script returned %d values", len(v))
+	}
+	other, _ := v[0].(string)
+	now, _ := v[1].(int64)
+	return other, now, nil
 }
 
 // PresentWorkers implements Coordination: the entries and the clock that

@@ -228,7 +228,7 @@ func TestPresenceRefusesNeighboursThatCannotShare(t *testing.T) {
 		f := newCoordFixture(t, b)
 		join := func(me string) string {
 			t.Helper()
-			other, err := f.co.Presence(f.ctx, me, 5*time.Second, "join")
+			other, _, err := f.co.Presence(f.ctx, me, 5*time.Second, "join")
 			require.NoError(t, err)
 			return other
 		}
@@ -239,13 +239,13 @@ func TestPresenceRefusesNeighboursThatCannotShare(t *testing.T) {
 		present, err := f.co.PresentWorkers(f.ctx)
 		require.NoError(t, err)
 		assert.Len(t, present, 2, "refused joins add nothing")
-		_, err = f.co.Presence(f.ctx, "redis/p1", 0, "leave")
+		_, _, err = f.co.Presence(f.ctx, "redis/p1", 0, "leave")
 		require.NoError(t, err)
-		_, err = f.co.Presence(f.ctx, "redis/p2", 0, "leave")
+		_, _, err = f.co.Presence(f.ctx, "redis/p2", 0, "leave")
 		require.NoError(t, err)
 		assert.Equal(t, "", join("local/p3"))
 		assert.Equal(t, "local/p3", join("local/p5"))
-		other, err := f.co.Presence(f.ctx, "local/p5", 5*time.Second, "renew")
+		other, _, err := f.co.Presence(f.ctx, "local/p5", 5*time.Second, "renew")
 		require.NoError(t, err)
 		assert.Equal(t, "local/p3", other, "a renewal reports the conflict and stays")
 	})

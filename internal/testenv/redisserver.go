@@ -25,6 +25,7 @@ type RedisServer struct {
 	dir  string
 	conf string // a config file given first on the command line; "" for none
 	args []string
+	env  []string // added to the process's environment
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -72,13 +73,20 @@ func requireBinary(t testing.TB, name string) {
 // started again on a new port, up to five times.
 func launchRedis(t testing.TB, dir, conf string, argsFor func(port int) []string, pick func() (int, error)) *RedisServer {
 	t.Helper()
+	return launchRedisEnv(t, dir, conf, nil, argsFor, pick)
+}
+
+// launchRedisEnv is launchRedis with env added to the server's environment.
+func launchRedisEnv(t testing.TB, dir, conf string, env []string, argsFor func(port int) []string,
+	pick func() (int, error)) *RedisServer {
+	t.Helper()
 	var last error
 	for range 5 {
 		port, err := pick()
 		if err != nil {
 			t.Fatalf("pick a port: %v", err)
 		}
-		s := &RedisServer{port: port, dir: dir, conf: conf, args: argsFor(port)}
+		s := &RedisServer{port: port, dir: dir, conf: conf, args: argsFor(port), env: env}
 		if conf != "" {
 			if err := rewritePort(conf, port); err != nil {
 				t.Fatal(err)
@@ -151,6 +159,9 @@ func (s *RedisServer) launch() error {
 	defer log.Close()
 	s.cmd = exec.Command("redis-server", args...)
 	s.cmd.Dir = s.dir
+	if len(s.env) > 0 {
+		s.cmd.Env = append(os.Environ(), s.env...)
+	}
 	s.cmd.SysProcAttr = childproc.DieWithParent() // a test binary that dies (a timeout's panic) leaves no server behind
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	if err := s.cmd.Start(); err != nil {
