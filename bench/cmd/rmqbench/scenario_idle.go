@@ -58,6 +58,13 @@ const (
 	mIdleEvalPerSlot = "evalsha_per_slot_s"
 )
 
+// openIdleProducer opens the idle scenario's producer, whose commands hook
+// counts, to be subtracted from what Redis executed: through go-redis's
+// pipelines, since the send stream's commands pass no hook (WithSendStream).
+func openIdleProducer(e *env, hook redis.Hook) (*rmqSystem, error) {
+	return openRMQ(e, hook, rmq.WithSendStream(false))
+}
+
 func idleRMQ(ctx context.Context, e *env) (metrics, error) {
 	const topic = "idle"
 	var workerCmds, producerCmds countHook
@@ -65,7 +72,7 @@ func idleRMQ(ctx context.Context, e *env) (metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := openRMQ(e, &producerCmds)
+	p, err := openIdleProducer(e, &producerCmds)
 	if err != nil {
 		return nil, errors.Join(err, w.close())
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -187,15 +188,25 @@ var produceBareZAdd = produceZAdds("bare ZADD", func(ctx context.Context, addr s
 	return bareZAdd(ctx, r, pl, produceBatch)
 })
 
-// bestOf returns, per round, the largest of the given series.
+// bestOf returns, per round, the largest of the given series; a round in
+// which a series that ran in some round has no value (its run failed) has
+// none, since the best of that round is unknown: taking the best of the
+// others would compare against a slower peer as if it were the best.
 func bestOf(series ...[]float64) []float64 {
 	out := make([]float64, len(series[0]))
 	for i := range out {
 		out[i] = math.NaN()
+		unknown := false
 		for _, s := range series {
-			if !math.IsNaN(s[i]) && (math.IsNaN(out[i]) || s[i] > out[i]) {
+			switch {
+			case math.IsNaN(s[i]):
+				unknown = unknown || slices.ContainsFunc(s, func(v float64) bool { return !math.IsNaN(v) })
+			case math.IsNaN(out[i]) || s[i] > out[i]:
 				out[i] = s[i]
 			}
+		}
+		if unknown {
+			out[i] = math.NaN()
 		}
 	}
 	return out
