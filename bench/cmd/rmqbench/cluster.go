@@ -91,8 +91,9 @@ func (c *clusterNodes) masters() int {
 }
 
 // reset empties the cluster (FLUSHALL on every master, then waits until every
-// replica is empty too) and resets every node's statistics (CONFIG
-// RESETSTAT), so that each cluster run starts clean.
+// replica is empty too), has every node give its freed memory back (MEMORY
+// PURGE), and resets every node's statistics (CONFIG RESETSTAT), so that
+// each cluster run starts clean, as a single node's does.
 func (c *clusterNodes) reset(ctx context.Context) error {
 	if err := c.refreshRoles(ctx); err != nil {
 		return err
@@ -121,6 +122,9 @@ func (c *clusterNodes) reset(ctx context.Context) error {
 		}
 	}
 	for _, n := range c.nodes {
+		if err := n.r.Do(ctx, "MEMORY", "PURGE").Err(); err != nil {
+			return fmt.Errorf("MEMORY PURGE on %s: %w", n.addr, err)
+		}
 		if err := n.r.ConfigResetStat(ctx).Err(); err != nil {
 			return fmt.Errorf("CONFIG RESETSTAT on %s: %w", n.addr, err)
 		}
