@@ -14,7 +14,7 @@ func (b *redisBroker) Cancel(ctx context.Context, keys SlotKeys, member []byte) 
 
 // Counts implements Broker: four ZCARDs per slot, routed (RoutedPipeline).
 func (b *redisBroker) Counts(ctx context.Context, slots []SlotKeys) ([]SlotCounts, error) {
-	p := NewRoutedPipeline(b.rdb)
+	p := b.pipeline()
 	cmds := make([][4]*redis.IntCmd, len(slots))
 	for i, k := range slots {
 		pipe := p.On(ctx, k.Store)
@@ -32,7 +32,7 @@ func (b *redisBroker) Counts(ctx context.Context, slots []SlotKeys) ([]SlotCount
 
 // Dead implements Broker, reading on the master (masterread.go).
 func (b *redisBroker) Dead(ctx context.Context, keys SlotKeys, limit int64) ([]DeadEntry, error) {
-	p := NewRoutedPipeline(b.rdb)
+	p := b.pipeline()
 	read := p.On(ctx, keys.Dead).ZRangeWithScores(ctx, keys.Dead, 0, limit-1)
 	if err := p.Exec(ctx); err != nil {
 		return nil, err

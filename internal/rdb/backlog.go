@@ -18,7 +18,7 @@ type SlotBacklog struct {
 // commands whatever the sets hold, routed (RoutedPipeline). It also returns
 // the Redis time in ms.
 func (b *redisBroker) Backlog(ctx context.Context, slots []SlotKeys, dueTimes bool) ([]SlotBacklog, int64, error) {
-	p := NewRoutedPipeline(b.rdb)
+	p := b.pipeline()
 	cards := make([][4]*redis.IntCmd, len(slots))
 	heads := make([]*redis.ZSliceCmd, len(slots))
 	for i, k := range slots {

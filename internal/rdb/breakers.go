@@ -26,7 +26,7 @@ func (b *redisBroker) ShareBreakers(ctx context.Context, process string, states 
 	if len(states) == 0 {
 		return nil
 	}
-	p := NewRoutedPipeline(b.rdb)
+	p := b.pipeline()
 	for _, s := range states {
 		key := b.keys.BreakerStates(s.Topic)
 		pipe := p.On(ctx, key)

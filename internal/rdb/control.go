@@ -51,7 +51,7 @@ func (b *redisBroker) DeleteSlot(ctx context.Context, keys SlotKeys, force bool)
 // then, once they are gone, its definition.
 func (b *redisBroker) DeleteTopic(ctx context.Context, topic string) error {
 	k := b.keys
-	p := NewRoutedPipeline(b.rdb)
+	p := b.pipeline()
 	pipe := p.On(ctx, k.Topics())
 	// One key per DEL: a multi-key DEL is refused (TRYAGAIN) while the
 	// namespace's hash slot migrates and some of its keys are missing.

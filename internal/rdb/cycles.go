@@ -31,7 +31,7 @@ func (b *redisBroker) Cycles(ctx context.Context, calls []*SlotCycle) {
 		c.Res, c.Err = b.Cycle(ctx, c.Keys, c.Req)
 		return
 	}
-	p := NewRoutedPipeline(b.rdb)
+	p := b.pipeline()
 	pipe := p.On(ctx, calls[0].Keys.Store)
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {

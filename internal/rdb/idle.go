@@ -27,7 +27,7 @@ func (b *redisBroker) AnyWaiting(ctx context.Context, slots []SlotKeys) (bool, e
 	if len(slots) == 0 {
 		return false, nil
 	}
-	p := NewRoutedPipeline(b.rdb)
+	p := b.pipeline()
 	var cmds []*redis.IntCmd
 	if b.topo != nil {
 		cmds = make([]*redis.IntCmd, len(slots))

@@ -39,7 +39,7 @@ const promoteLimit = 256
 // round trip (two on a RangeMerge topic whose retries fill the limit:
 // mergedIntoRetry).
 func (b *redisBroker) Pending(ctx context.Context, keys SlotKeys, limit int64, priority, merging bool, nowMs int64) ([]PendingEntry, error) {
-	p := NewRoutedPipeline(b.rdb)
+	p := b.pipeline()
 	pipe := p.On(ctx, keys.Store) // every key of a slot shares its hash tag
 	var store *redis.ZSliceCmd
 	if priority {

@@ -47,6 +47,13 @@ func NewRoutedPipeline(client redis.UniversalClient) *RoutedPipeline {
 	return &RoutedPipeline{client: client, topo: topologyOf(client)}
 }
 
+// pipeline returns an empty RoutedPipeline of the broker's client, with the
+// topology the broker holds (no lookup: a consumer's grouped cycles make one
+// per call).
+func (b *redisBroker) pipeline() *RoutedPipeline {
+	return &RoutedPipeline{client: b.rdb, topo: b.topo}
+}
+
 // On returns the pipeline to queue a command on key to.
 func (p *RoutedPipeline) On(ctx context.Context, key string) redis.Pipeliner {
 	if p.topo != nil {

@@ -54,7 +54,7 @@ func (b *redisBroker) AddStats(ctx context.Context, batch StatsBatch) (bool, err
 // Stats returns topic's all-time shared metrics and those of the minutes
 // from..to (Unix minutes, both included), oldest first.
 func (b *redisBroker) Stats(ctx context.Context, topic string, from, to int64) (map[string]int64, []map[string]int64, error) {
-	p := NewRoutedPipeline(b.rdb)
+	p := b.pipeline()
 	pipe := p.On(ctx, b.keys.Stats(topic))
 	total := pipe.HGetAll(ctx, b.keys.Stats(topic))
 	var minutes []*redis.MapStringStringCmd
