@@ -127,15 +127,16 @@ func (c *Client) Subscribe(topic string, listener MessageListener, opts ...Subsc
 	return nil
 }
 
-// nilListener reports whether l is nil, or a nil func, pointer, map, chan
-// or slice behind the interface (an unset ListenerFunc), whose every call
-// would panic and send each message of the topic to the dead set.
+// nilListener reports whether l is nil, or a nil func or pointer behind the
+// interface (an unset ListenerFunc, a nil *T), whose every call would panic
+// and send each message of the topic to the dead set. A nil map or slice
+// type may well serve (its methods range over it), and is taken.
 func nilListener(l MessageListener) bool {
 	if l == nil {
 		return true
 	}
 	switch v := reflect.ValueOf(l); v.Kind() {
-	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
+	case reflect.Func, reflect.Pointer:
 		return v.IsNil()
 	}
 	return false

@@ -84,9 +84,12 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, opts ...DeleteOp
 			return fmt.Errorf("rmq: delete topic %q in the coordinator: %w", t.Name, err)
 		}
 	}
-	done := c.stats.deleting(t.Name, c.topicMetricsOf(t.Name)) // no flush adds them back meanwhile
+	release := c.stats.hold() // no flush adds the shared metrics back meanwhile
 	err = c.broker.DeleteTopic(ctx, t.Name)
-	done()
+	if err == nil {
+		c.stats.deleted(t.Name, c.topicMetricsOf(t.Name))
+	}
+	release()
 	if err != nil {
 		return fmt.Errorf("rmq: delete topic %q: %w", t.Name, err)
 	}

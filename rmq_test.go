@@ -59,6 +59,8 @@ func TestSubscribeRejectsBadInput(t *testing.T) {
 	var unset rmq.ListenerFunc
 	assert.ErrorIs(t, c.Subscribe("t", unset), rmq.ErrNilListener)
 	assert.ErrorIs(t, c.Subscribe("t", (*recorder)(nil)), rmq.ErrNilListener)
+	define(t, c, "chain", 4, rmq.Priority)
+	assert.NoError(t, c.Subscribe("chain", listenerChain(nil)), "a nil slice type serves (its method ranges over it)")
 	assert.ErrorIs(t, c.Subscribe("nope", l), rmq.ErrUnknownTopic)
 	assert.ErrorIs(t, c.Subscribe("t", l, rmq.WithThreads(0)), rmq.ErrInvalidOption)
 	require.NoError(t, c.Subscribe("t", l, rmq.WithThreads(2)))
@@ -225,4 +227,16 @@ func TestCloseWhoseContextEndsLeavesRedisAlone(t *testing.T) {
 		st := stats(t, c, "t")
 		assert.Equal(t, int64(1), st.Prepare, "the outcome was settled after Close returned")
 	})
+}
+
+// listenerChain calls each of its listeners in turn; a nil one commits.
+type listenerChain []rmq.MessageListener
+
+func (c listenerChain) OnMessage(ctx context.Context, m *rmq.Message) error {
+	for _, l := range c {
+		if err := l.OnMessage(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -18,18 +18,18 @@ type statsFlusher struct {
 
 	running atomic.Bool // started, for a lock-free check on the send path
 	// flushing is held by each flush from its read of the metrics to its
-	// batch's reply, and by a topic's deletion (deleting): a flush that read
+	// batch's reply, and by a topic's deletion (hold): a flush that read
 	// the topic's figures never adds them after its shared metrics went.
-	flushing sync.Mutex
-	mu       sync.Mutex
-	started  bool
-	closed   bool
-	closing  bool               // Close has begun (quiet): each flush is bounded, and they end once one went unanswered
-	stop     context.CancelFunc // ends the flusher's sleep, not a flush under way
-	done     chan struct{}
-	call     *flushCall              // the flush under way, if any
-	deleted  map[string]TopicMetrics // topics deleted since the last flush, with their figures then (forget)
-	now      chan chan struct{}      // asks the flusher for a flush now (flushNow)
+	flushing      sync.Mutex
+	mu            sync.Mutex
+	started       bool
+	closed        bool
+	closing       bool               // Close has begun (quiet): each flush is bounded, and they end once one went unanswered
+	stop          context.CancelFunc // ends the flusher's sleep, not a flush under way
+	done          chan struct{}
+	call          *flushCall              // the flush under way, if any
+	deletedTopics map[string]TopicMetrics // topics deleted since the last flush, with their figures then (deleted)
+	now           chan chan struct{}      // asks the flusher for a flush now (flushNow)
 
 	id       string                  // names the client's batches (rdb.StatsBatch), random
 	seq      int64                   // the last batch's number (flusher goroutine only)
@@ -238,10 +238,10 @@ func (f *statsFlusher) flush(ctx context.Context) {
 		f.last = make(map[string]TopicMetrics)
 	}
 	f.mu.Lock()
-	for topic, then := range f.deleted {
+	for topic, then := range f.deletedTopics {
 		f.last[topic] = then
 	}
-	clear(f.deleted)
+	clear(f.deletedTopics)
 	f.mu.Unlock()
 	minute := time.Now().Unix() / 60
 	var deltas []rdb.StatsDelta
@@ -261,22 +261,28 @@ func (f *statsFlusher) flush(ctx context.Context) {
 	f.send(ctx)
 }
 
-// deleting begins the deletion of topic's shared metrics: it waits for a
-// flush under way, holds the next ones until done is called (once the
-// metrics are deleted), and counts the topic's figures as sent up to then,
-// its figures at its deletion: a topic defined again under its name is sent
-// what the client counts from then on, neither what the deleted one counted
-// and had not yet sent, nor less what it sent (which went negative). A
-// batch still to send drops the topic's part (sent again unchanged, it
-// would add the metrics back: a batch Redis had added is not added again
-// whatever it holds, stats.lua).
-func (f *statsFlusher) deleting(topic string, then TopicMetrics) (done func()) {
+// hold waits for a flush under way and holds the next ones until release
+// is called: a topic's deletion (DeleteTopic) deletes its shared metrics
+// meanwhile, so that no flush that read the topic's figures adds them back.
+func (f *statsFlusher) hold() (release func()) {
 	f.flushing.Lock()
+	return f.flushing.Unlock
+}
+
+// deleted, under hold once topic's shared metrics are deleted, counts its
+// figures as sent up to then, its figures at its deletion: a topic defined
+// again under its name is sent what the client counts from then on, neither
+// what the deleted one counted and had not yet sent, nor less what it sent
+// (which went negative). A batch still to send drops the topic's part (sent
+// again unchanged, it would add the metrics back: a batch Redis had added is
+// not added again whatever it holds, stats.lua). A deletion that failed
+// calls neither, and what was not sent yet goes with the next flush.
+func (f *statsFlusher) deleted(topic string, then TopicMetrics) {
 	f.mu.Lock()
-	if f.deleted == nil {
-		f.deleted = make(map[string]TopicMetrics)
+	if f.deletedTopics == nil {
+		f.deletedTopics = make(map[string]TopicMetrics)
 	}
-	f.deleted[topic] = then
+	f.deletedTopics[topic] = then
 	f.mu.Unlock()
 	if f.pending != nil {
 		f.pending.Deltas = slices.DeleteFunc(f.pending.Deltas, func(d rdb.StatsDelta) bool { return d.Topic == topic })
@@ -284,7 +290,6 @@ func (f *statsFlusher) deleting(topic string, then TopicMetrics) (done func()) {
 			f.pending = nil
 		}
 	}
-	return f.flushing.Unlock
 }
 
 // send adds the pending batch; it reports whether that is done.

@@ -60,8 +60,12 @@ type slotState struct {
 	// wokeBusy: the earliest due time of the wake-ups that came while busy,
 	// for after the pop (finishPops); zero if none came.
 	wokeBusy time.Time
-	parked   bool      // empty: looked at again on a wake-up or after the idle sweep (idleslots.go)
-	held     []heldMsg // popped ahead of their due time, in due order (lookahead.go)
+	parked   bool // empty: looked at again on a wake-up or after the idle sweep (idleslots.go)
+	// skew: how far its master's clock runs ahead of this process's, in µs,
+	// as its last pop read it (clockSkew); known once a pop read it.
+	skew      int64
+	skewKnown bool
+	held      []heldMsg // popped ahead of their due time, in due order (lookahead.go)
 	// heldBack: the last pop left a due copy of a held message in store
 	// (rdb.CycleResult.HeldBack), so held commits do not linger (lingerHeld).
 	heldBack bool
@@ -182,7 +186,12 @@ func (t *thread) absorb(hard context.Context) {
 		if s == nil {
 			continue
 		}
-		at := t.sub.c.clock.local(due) // due by the Redis clock
+		at, known := t.dueAt(s, due)
+		if !known {
+			// Its master's clock not read yet: a look at once reads it,
+			// and times the next look by it (nextLook).
+			at = now
+		}
 		if s.busy != nil && (s.wokeBusy.IsZero() || at.Before(s.wokeBusy)) {
 			// The pop may have looked before this wake-up's message was
 			// stored, and its result would park the slot or set a later look.
@@ -192,6 +201,18 @@ func (t *thread) absorb(hard context.Context) {
 			t.wokenFor(s, at, now)
 		}
 	}
+}
+
+// dueAt returns when, by this process's clock, s's master's clock reads ms
+// (a wake-up's due time): by the skew s's pops read, or on a single node by
+// the client's (its presence calls read the same clock); false on a Cluster
+// until a pop of s has read its master's clock (an empty slot's does not:
+// it costs one command), since masters' clocks may differ.
+func (t *thread) dueAt(s *slotState, ms int64) (time.Time, bool) {
+	if s.skewKnown {
+		return localTime(ms, s.skew), true
+	}
+	return t.sub.c.clock.local(ms), !t.sub.c.multiNode
 }
 
 // wokenFor makes s look at its woken message's due time at, or within the
@@ -359,7 +380,9 @@ func (t *thread) afterPop(hard context.Context, call *popCall) {
 		t.popFailed(call, now)
 		return
 	}
-	c.clock.note(res.NowUs, call.sent, now)
+	if skew, ok := clockSkew(res.NowUs, call.sent, now); ok {
+		s.skew, s.skewKnown = skew, true
+	}
 	if n := t.recovered(s); n > 0 {
 		c.cfg.logger.Info("rmq: redis reachable again", "topic", t.sub.topic.Name, "slot", s.lease.Slot(), "failures", n)
 	}

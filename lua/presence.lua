@@ -6,11 +6,17 @@
 -- KEYS[1] presence zset   member = "<coordinator>/<process id>"; score =
 --                         expiry, Unix ms by the Redis clock
 -- KEYS[2] topics   hash   member → the topics it consumes (comma-separated)
--- KEYS[3] members  zset   the Redis coordinator's workers (join.lua): a
---                         local process shares the namespace with none whose
---                         membership has not expired, entry or not (its
+-- KEYS[3] members  zset   given on a local process's "join" only: the Redis
+--                         coordinator's workers (join.lua), with none of
+--                         whom, entry or not, whose membership has not
+--                         expired, a local process shares the namespace (its
 --                         leases last until then: a worker frozen or cut off
---                         past its presence entry's expiry)
+--                         past its presence entry's expiry). Not given
+--                         otherwise: a Cluster refuses (TRYAGAIN) a script
+--                         naming a key that does not exist while its hash
+--                         slot migrates, and this one often does not; once
+--                         the local process stands, join.lua refuses
+--                         members.
 --
 -- ARGV[1] me       "<coordinator>/<process id>"
 -- ARGV[2] ttl      ms until the entry expires unless renewed
@@ -47,7 +53,7 @@ for _, other in ipairs(redis.call('ZRANGE', presence, 0, -1)) do
     end
   end
 end
-if conflict == '' and kind == 'local' then
+if conflict == '' and kind == 'local' and KEYS[3] then
   local live = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'LIMIT', 0, 1)
   if #live > 0 then conflict = 'redis/member ' .. live[1] end
 end

@@ -294,8 +294,11 @@ func (c *coordination) Listen(ctx context.Context, deliver func(msg any)) {
 
 // Presence implements Coordination.
 func (c *coordination) Presence(ctx context.Context, me string, ttl time.Duration, mode string, topics ...string) (string, int64, error) {
-	v, err := presenceScript.Run(ctx, c.rdb, []string{c.keys.Presence(), c.keys.PresenceTopics(), c.keys.Members()}, me,
-		ttl.Milliseconds(), mode, strings.Join(topics, ",")).Slice()
+	keys := []string{c.keys.Presence(), c.keys.PresenceTopics()}
+	if mode == "join" && strings.HasPrefix(me, "local/") {
+		keys = append(keys, c.keys.Members()) // see presence.lua
+	}
+	v, err := presenceScript.Run(ctx, c.rdb, keys, me, ttl.Milliseconds(), mode, strings.Join(topics, ",")).Slice()
 	if err != nil {
 		return "", 0, err
 	}
