@@ -63,7 +63,7 @@ type ownerNode struct {
 // path (controls, surrogates and private use, U+FFF0..U+FFFF).
 func checkNodeName(s string) error {
 	if s == "" || s == "." || s == ".." || len(s) > 200 {
-		return errors.New("must be 1..200 characters and not . or ..")
+		return errors.New(`must be 1 to 200 characters, and not "." or ".."`)
 	}
 	if strings.Contains(s, "/") {
 		return errors.New("must not contain '/'")
