@@ -153,6 +153,7 @@ func TestFailingMessageIsDeliveredSeventeenTimesThenDead(t *testing.T) {
 }
 
 func TestNotOwnerHandsTheMessageBackUnchanged(t *testing.T) {
+	t.Parallel() // reads nothing process-wide
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)

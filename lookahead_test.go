@@ -121,6 +121,7 @@ func TestLookaheadRejectsBadInput(t *testing.T) {
 // the old holder hands them back, the new one delivers them at their due
 // time. None early, none lost, none twice.
 func TestLookaheadSlotsMovingHandHeldMessagesOver(t *testing.T) {
+	t.Parallel() // waits for due times, reads nothing process-wide
 	testenv.ForEachRealAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		ns := testenv.Namespace(t, b)

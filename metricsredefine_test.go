@@ -17,6 +17,7 @@ import (
 // again in the same client: the flusher forgets what it sent of the deleted
 // topic (it flushed new minus old: negative counters).
 func TestSharedMetricsOfATopicDefinedAgain(t *testing.T) {
+	t.Parallel() // waits for flushes, reads nothing process-wide
 	b := testenv.Single(t)
 	ctx := context.Background()
 	c := newClient(t, b)

@@ -17,7 +17,8 @@ import (
 // consumer delivers it once more, Attempt 2. (NextDue listed it twice: the
 // copy in store, due at once with fresh retries, and the retry.)
 func TestNextDueListsACopyMergedIntoARetryOnce(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	t.Parallel() // waits out a backoff, reads nothing process-wide
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b, rmq.WithRetryBackoff(rmq.SteppedBackoff(2*time.Second)))
 		define(t, c, "rm", 1, rmq.RangeMerge)

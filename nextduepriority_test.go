@@ -20,6 +20,7 @@ import (
 // due while the slot's listener is busy, after another failure was moved
 // back to store; here it is written to the keys.
 func TestNextDueListsAReadyRetryOfAPriorityTopicInPopOrder(t *testing.T) {
+	t.Parallel() // reads nothing process-wide
 	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
