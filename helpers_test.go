@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmq-go/rmq"
@@ -162,4 +163,45 @@ func mustNextDue(t *testing.T, c *rmq.Client, topic string, slots int) []rmq.Pen
 		out = append(out, p...)
 	}
 	return out
+}
+
+// slowCall is a client's listener call in hand, the client reaching Redis
+// through a partition of its own (slowCallThroughPartition).
+type slowCall struct {
+	c          *rmq.Client
+	part       *testenv.Partition
+	ownedAtEnd chan bool  // Owned(ctx) when the call ended
+	done       chan error // Start's result
+}
+
+// slowCallThroughPartition starts a client of ns (with opts) that reaches b
+// through a partition of its own, subscribed to topic "t" (1 slot) with a
+// listener that takes hold, sends it a message, and returns once the call
+// began.
+func slowCallThroughPartition(t *testing.T, b testenv.Backend, ns string, hold time.Duration, opts ...rmq.Option) *slowCall {
+	t.Helper()
+	ctx := context.Background()
+	part := testenv.StartPartition(t, b.Redis.(*redis.Client).Options().Addr)
+	through := redis.NewClient(&redis.Options{Addr: part.Addr(), MaxRetries: -1, ReadTimeout: 500 * time.Millisecond,
+		DialTimeout: 500 * time.Millisecond})
+	t.Cleanup(func() { through.Close() })
+	c, err := rmq.New(through, append([]rmq.Option{rmq.WithNamespace(ns)}, opts...)...)
+	require.NoError(t, err)
+	define(t, c, "t", 1, rmq.Priority)
+	sc := &slowCall{c: c, part: part, ownedAtEnd: make(chan bool, 1), done: make(chan error, 1)}
+	started := make(chan struct{}, 1)
+	require.NoError(t, c.Subscribe("t", rmq.ListenerFunc(func(ctx context.Context, m *rmq.Message) error {
+		started <- struct{}{}
+		time.Sleep(hold)
+		sc.ownedAtEnd <- rmq.Owned(ctx)
+		return nil
+	})))
+	go func() { sc.done <- c.Start(ctx) }()
+	require.NoError(t, c.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("slow"), Priority: 20}))
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow call did not start")
+	}
+	return sc
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -24,28 +23,8 @@ func TestLocalProcessCutOffPastItsPresenceLosesOwnership(t *testing.T) {
 	b := testenv.Single(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, b)
-	part := testenv.StartPartition(t, b.Redis.(*redis.Client).Options().Addr)
-	through := redis.NewClient(&redis.Options{Addr: part.Addr(), MaxRetries: -1, ReadTimeout: 500 * time.Millisecond,
-		DialTimeout: 500 * time.Millisecond})
-	t.Cleanup(func() { through.Close() })
-	a, err := rmq.New(through, rmq.WithNamespace(ns), rmq.WithCoordinator(coordinator.NewLocal()))
-	require.NoError(t, err)
-	define(t, a, "t", 1, rmq.Priority)
-	started, ownedAtEnd := make(chan struct{}, 1), make(chan bool, 1)
-	require.NoError(t, a.Subscribe("t", rmq.ListenerFunc(func(ctx context.Context, m *rmq.Message) error {
-		started <- struct{}{}
-		time.Sleep(6 * time.Second)
-		ownedAtEnd <- rmq.Owned(ctx)
-		return nil
-	})))
-	aDone := make(chan error, 1)
-	go func() { aDone <- a.Start(ctx) }()
-	require.NoError(t, a.Producer().Send(ctx, rmq.PriorityMessage{Topic: "t", Content: []byte("slow"), Priority: 20}))
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the slow call did not start")
-	}
+	sc := slowCallThroughPartition(t, b, ns, 6*time.Second, rmq.WithCoordinator(coordinator.NewLocal()))
+	a, part, ownedAtEnd, aDone := sc.c, sc.part, sc.ownedAtEnd, sc.done
 	part.Cut()
 	time.Sleep(3500 * time.Millisecond) // a's presence entry expires
 
