@@ -32,7 +32,7 @@ const reloadEvery = 200 * time.Millisecond
 
 // topologies holds one topology per Cluster client, shared by everything of
 // RMQ that uses the client (sender, consumers, coordinator), so that their
-// failures share one rate limit. It holds neither weakly: a topology lives
+// failures share one rate limit. It holds both weakly: a topology lives
 // as long as something of RMQ uses it, and its client as long as that or
 // the caller does (the caller owns it: New), and the entry goes with the
 // topology.
