@@ -58,6 +58,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rmq-go/rmq/internal/redislog"
 )
@@ -75,21 +76,39 @@ func main() {
 
 // signalContext returns a context that SIGINT or SIGTERM ends. The first
 // signal ends the command gracefully (rmq web's shutdown, the demo's Close);
-// from then on the signals' default is back, so a second Ctrl-C ends the
-// process at once.
+// a second one ends the process at once, killed by that signal. The second
+// is caught as well: a process started with the signal ignored (nohup, a
+// script's "rmq … &") would find it ignored again once no longer notified,
+// so it exits with 128 + the signal's number where the signal's restored
+// disposition does not end it.
 func signalContext() (context.Context, context.CancelFunc) {
-	signals := make(chan os.Signal, 1)
+	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		select {
 		case <-signals:
 		case <-ctx.Done():
+			signal.Stop(signals)
+			return
 		}
-		signal.Stop(signals) // before ctx ends: a second signal finds the default back
 		cancel()
+		endOnSecond(<-signals)
 	}()
 	return ctx, cancel
+}
+
+// endOnSecond ends the process on a second signal sig: by sig itself with its
+// disposition restored, or, where that is to ignore it, by an exit.
+func endOnSecond(sig os.Signal) {
+	code := exitError
+	if s, ok := sig.(syscall.Signal); ok {
+		code = 128 + int(s)
+		signal.Reset(s)
+		_ = syscall.Kill(os.Getpid(), s)
+		time.Sleep(200 * time.Millisecond) // a default disposition ends the process before this
+	}
+	os.Exit(code)
 }
 
 // Exit codes.
