@@ -62,6 +62,7 @@ func TestAbandonedRunReturnsPromptlyWhileCutOff(t *testing.T) {
 // cut. (It waited for go-zookeeper's receive timeout: 6.1 s after a 300 ms
 // ctx.)
 func TestShutdownWithExpiredCtxIsBoundedWhileZooKeeperIsCutOff(t *testing.T) {
+	t.Parallel()
 	b := testenv.Single(t)
 	ns := testenv.Namespace(t, b)
 	p := testenv.StartPartition(t, testenv.ZooKeeper(t)[0])

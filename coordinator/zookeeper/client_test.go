@@ -33,6 +33,7 @@ func zkClient(t *testing.T, b testenv.Backend, ns, worker string, opts ...rmq.Op
 // A listener still running when Close is called finishes as the owner: the
 // graceful drain keeps the lease alive (up to the consume timeout).
 func TestGracefulCloseKeepsOwnershipWhileDraining(t *testing.T) {
+	t.Parallel()
 	b := testenv.Single(t)
 	ns := testenv.Namespace(t, b)
 	c := zkClient(t, b, ns, "solo", rmq.WithConsumeTimeout(10*time.Second))

@@ -32,6 +32,7 @@ func (h *holder) holds(slots []int) bool {
 // and the admin read shows its declines; a slot both decline stays put;
 // withdrawn declines leave the shares as they are.
 func TestZooKeeperMovesDeclinedSlots(t *testing.T) {
+	t.Parallel()
 	servers := testenv.ZooKeeper(t)
 	ns := fmt.Sprintf("declines-%d", time.Now().UnixNano())
 	shared := &sharedSlots{holders: map[int]int{}}

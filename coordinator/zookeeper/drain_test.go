@@ -30,6 +30,7 @@ func validSlots(leases []*coordinator.Lease) map[int]bool {
 // for it: no other event comes meanwhile), and the new worker serves it
 // then, never while the old lease is valid.
 func TestZooKeeperTakesAnUnreleasedSlotAwayAfterTheDrainTimeout(t *testing.T) {
+	t.Parallel()
 	servers := testenv.ZooKeeper(t)
 	ns := fmt.Sprintf("drain-%d", time.Now().UnixNano())
 	const drain = 1500 * time.Millisecond

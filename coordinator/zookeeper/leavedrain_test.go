@@ -23,6 +23,7 @@ import (
 // leader kept its election node through its drain, its loop stopped:
 // nobody assigned anything until its drain timeout.)
 func TestJoinIsAssignedWhileTheLeaderDrains(t *testing.T) {
+	t.Parallel()
 	servers := testenv.ZooKeeper(t)
 	ns := fmt.Sprintf("leaderdrain-%d", time.Now().UnixNano())
 	const drain = 6 * time.Second
@@ -82,6 +83,7 @@ func (h slowOne) Revoked(l *coordinator.Lease) {
 // node was deleted once the slowest listener was done, at the drain
 // timeout.)
 func TestLeavingWorkersReleasedSlotsMoveBeforeItsDrainEnds(t *testing.T) {
+	t.Parallel()
 	servers := testenv.ZooKeeper(t)
 	ns := fmt.Sprintf("leavedrain-%d", time.Now().UnixNano())
 	const drain = 6 * time.Second

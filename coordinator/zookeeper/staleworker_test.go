@@ -66,6 +66,7 @@ func TestWorkerOfADeletedTopicDoesNotStallTheLeader(t *testing.T) {
 // that registered "fixed" and then lost its network (a proxy cut: its node
 // lives until the session expires, 4 s later).
 func TestRestartUnderTheSameWorkerIDJoins(t *testing.T) {
+	t.Parallel()
 	servers := testenv.ZooKeeper(t)
 	ns := fmt.Sprintf("restart-%d", time.Now().UnixNano())
 	base := "/rmq-test/" + ns
