@@ -13,6 +13,7 @@ import (
 // under load, with and without the producer's Sends acknowledged by the
 // replica.
 func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		v    variant
@@ -20,7 +21,10 @@ func TestSentinelFailover(t *testing.T) {
 		{"master", variant{}},
 		{"master-replica-ack", variant{replicaAck: true}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { runSentinelFailover(t, tc.v) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			runSentinelFailover(t, tc.v)
+		})
 	}
 }
 
