@@ -64,6 +64,7 @@ func (h hangTopic) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // it. (Every read started there, spent the whole timeout on it, and the
 // topics after it were in no scrape.)
 func TestUnreadableTopicLeavesTheOthersReported(t *testing.T) {
+	t.Parallel() // waits on timers, reads nothing process-wide
 	r := realRedis(t)
 	ctx := context.Background()
 	ns := namespace(t, r)
