@@ -23,6 +23,7 @@ import (
 // of the namespace read it (OpenBreakers), stale entries are ignored, and a
 // process takes its entry away when its breaker closes or it stops.
 func TestOpenBreakersAreSharedAcrossProcesses(t *testing.T) {
+	t.Parallel() // waits on timers and flushes, reads nothing process-wide
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		ns := testenv.Namespace(t, b)

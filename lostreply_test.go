@@ -66,6 +66,7 @@ func cycleWithOutcomes(cmd redis.Cmder) bool {
 // on a FixedTime topic read ahead (WithLookahead), where the new copy is due
 // a few milliseconds later.
 func TestNewerCopySurvivesACommitRepeatedAfterALostReply(t *testing.T) {
+	t.Parallel() // waits on timers and flushes, reads nothing process-wide
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		t.Run("priority", func(t *testing.T) { newerCopySurvives(t, b, false) })
 		t.Run("fixed time, lookahead", func(t *testing.T) { newerCopySurvives(t, b, true) })

@@ -29,6 +29,7 @@ func (f *failingPresence) Presence(_ context.Context, _ string, _ time.Duration,
 // A failed renewal of the presence entry is logged at Debug and tried again
 // a second later, and the entry is removed when the client stops.
 func TestPresenceRenewalFailureIsLogged(t *testing.T) {
+	t.Parallel() // waits on timers and flushes, reads nothing process-wide
 	co := &failingPresence{}
 	var mu sync.Mutex
 	var debugs []string

@@ -28,6 +28,7 @@ func statsFlush(cmd redis.Cmder) bool {
 // same batch again before its next one, and Redis adds it once: the shared
 // metrics count every message once.
 func TestMetricsFlushAfterALostReplyCountsOnce(t *testing.T) {
+	t.Parallel() // waits on timers and flushes, reads nothing process-wide
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		var repeats atomic.Int64 // flushes Redis answered "added before"
@@ -72,6 +73,7 @@ func TestMetricsFlushAfterALostReplyCountsOnce(t *testing.T) {
 // flush stopped at Close's start, and a dashboard saw the drain only once
 // Close returned.
 func TestCloseSharesMetricsWhileItDrains(t *testing.T) {
+	t.Parallel() // waits on timers and flushes, reads nothing process-wide
 	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
 		ns := testenv.Namespace(t, b)
