@@ -231,18 +231,21 @@ func (b *redisBroker) storeOn(ctx context.Context, client pipeliner, entries []E
 	return errs, pubErr
 }
 
-// groupEntries gathers entries per key, in order of first appearance.
+// groupEntries gathers entries per key, in order of first appearance. An
+// entry joins its key's latest group, or starts one where that group is
+// behind ASKING and the entry is not (or the reverse): the groups of one key
+// run in the order of their entries, as separate commands would.
 func groupEntries(entries []Entry) []*zaddGroup {
 	groups := make([]*zaddGroup, 0, 8)
-	var byKey map[string]*zaddGroup // once there are many groups
+	var byKey map[string]*zaddGroup // each key's latest group, once there are many groups
 	for i, e := range entries {
 		var g *zaddGroup
 		if byKey != nil {
 			g = byKey[e.Key]
 		} else {
-			for _, c := range groups {
-				if c.key == e.Key {
-					g = c
+			for j := len(groups) - 1; j >= 0; j-- { // the latest, as byKey holds it
+				if groups[j].key == e.Key {
+					g = groups[j]
 					break
 				}
 			}

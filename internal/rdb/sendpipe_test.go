@@ -170,3 +170,40 @@ func TestBrokerCloseRefusesSends(t *testing.T) {
 		})
 	}
 }
+
+// The groups of a batch's entries leave each member with the score that the
+// entries as separate ZADDs in their order would leave, whether a key's
+// entries alternate between ASKING and not (a slot's migration: an entry
+// redirected to the importing node, and a later one the refreshed slot map
+// sends there too) and whether the groups are found by scanning or by map.
+// (A later entry joined the key's first group, ahead of an ASKING group in
+// between, and the older score won, with few groups only.)
+func TestGroupsKeepTheOrderOfAKeysEntriesAcrossAsking(t *testing.T) {
+	for _, others := range []int{0, linearFind + 4} {
+		var entries []Entry
+		for i := range others { // keys of their own, to reach the map
+			entries = append(entries, Entry{Key: fmt.Sprintf("other%d", i), Member: []byte("m"), Score: 1})
+		}
+		entries = append(entries,
+			Entry{Key: "k", Member: []byte("m"), Score: 1},
+			Entry{Key: "k", Member: []byte("m"), Score: 2, Asking: true},
+			Entry{Key: "k", Member: []byte("m"), Score: 3},
+			Entry{Key: "k", Member: []byte("n"), Score: 4, Asking: true},
+			Entry{Key: "k", Member: []byte("n"), Score: 5, Asking: true},
+		)
+		want := map[string]float64{}
+		for _, e := range entries {
+			want[e.Key+"/"+string(e.Member)] = e.Score
+		}
+		got := map[string]float64{}
+		indexes := 0
+		for _, g := range groupEntries(entries) {
+			for _, m := range g.members {
+				got[g.key+"/"+string(m.Member.([]byte))] = m.Score
+			}
+			indexes += len(g.entries)
+		}
+		assert.Equal(t, want, got, "with %d other keys", others)
+		assert.Equal(t, len(entries), indexes, "every entry in one group")
+	}
+}
