@@ -73,8 +73,26 @@ func ExampleWithBreaker() {
 		return errors.New("partner API is down")
 	}), rmq.WithBreaker(rmq.Breaker{FailureRatio: 0.5, MinCalls: 10, OpenFor: 30 * time.Second}))
 	fmt.Println(err)
+	for i := range 50 {
+		msg := rmq.PriorityMessage{Topic: "sync", Content: fmt.Appendf(nil, "order:%d", i), Priority: 20}
+		if err := c.Producer().Send(ctx, msg); err != nil {
+			panic(err)
+		}
+	}
+	go c.Start(ctx)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := c.TopicMetrics(); len(m) == 1 && m[0].Breaker == rmq.BreakerOpen {
+			break
+		}
+	}
+	m := c.TopicMetrics()[0]
+	st, _ := c.Stats(ctx, "sync")
+	fmt.Println("breaker:", m.Breaker, "calls before it opened, at most 20:", m.Delivered <= 20)
+	fmt.Println("dead:", st.Dead, "kept:", st.Pending()+st.Prepare)
 	// Output:
 	// <nil>
+	// breaker: open calls before it opened, at most 20: true
+	// dead: 0 kept: 50
 }
 
 // DeleteTopic refuses a topic that still holds messages unless told to
