@@ -55,8 +55,8 @@ func (s *server) act(w http.ResponseWriter, r *http.Request, action string) {
 		s.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	case err != nil:
-		s.log.Error("rmqweb: action failed", "action", action, "topic", topic, "err", err)
-		s.fail(w, r, http.StatusInternalServerError, err.Error())
+		s.log.Error("rmqweb: action failed", "action", action, "topic", topic, "messages", n, "err", err)
+		s.fail(w, r, http.StatusInternalServerError, partly(action, n)+err.Error())
 		return
 	}
 	s.log.Info("rmqweb: action", "action", action, "topic", topic, "messages", n, "remote", r.RemoteAddr)
@@ -65,6 +65,26 @@ func (s *server) act(w http.ResponseWriter, r *http.Request, action string) {
 		back.Set("slot", slot)
 	}
 	redirect(w, "topic?"+back.Encode(), http.StatusSeeOther)
+}
+
+// partly says what a requeue or purge that failed did before (it goes
+// slot by slot, a thousand messages a step; a large one may reach the
+// request's timeout): "" when nothing moved.
+func partly(action string, n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	messages := count(n) + " dead messages"
+	if n == 1 {
+		messages = "1 dead message"
+	}
+	switch action {
+	case "requeue":
+		return "Requeued " + messages + " before it failed (run it again for the rest): "
+	case "purge":
+		return "Purged " + messages + " before it failed (run it again for the rest): "
+	}
+	return ""
 }
 
 // defined checks that topic is defined in Redis now, not only in the

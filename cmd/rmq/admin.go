@@ -115,7 +115,7 @@ func setupRequeue(fs *flag.FlagSet) runFunc {
 		n, err := c.RequeueDeadProgress(ctx, topic, line.update, contents...)
 		line.finish()
 		if err != nil {
-			return err
+			return partly("requeued", n, topic, err)
 		}
 		e.out.printf("requeued %s of topic %s\n", plural(n, "dead message"), topic)
 		return nil
@@ -146,11 +146,21 @@ func setupPurge(fs *flag.FlagSet) runFunc {
 		n, err := c.PurgeDeadProgress(ctx, topic, line.update)
 		line.finish()
 		if err != nil {
-			return err
+			return partly("purged", n, topic, err)
 		}
 		e.out.printf("purged %s of topic %s\n", plural(n, "dead message"), topic)
 		return nil
 	})
+}
+
+// partly is the error of a requeue or purge (verb: "requeued", "purged")
+// that failed after it had moved n dead messages of topic: it says how many,
+// as a large one cut short (Ctrl-C, a lost connection) leaves them moved.
+func partly(verb string, n int64, topic string, err error) error {
+	if n <= 0 {
+		return err
+	}
+	return fmt.Errorf("%s %s of topic %s before it failed (run it again for the rest): %w", verb, plural(n, "dead message"), topic, err)
 }
 
 // confirmed reads one line from stdin and reports whether it says yes; if

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"regexp"
 	"strings"
@@ -51,4 +53,39 @@ func TestProgressLineThrottles(t *testing.T) {
 	lines := strings.Count(w.String(), "\r\x1b[K")
 	assert.Less(t, lines, 20, "rewritten at most every 100 ms")
 	assert.Contains(t, w.String(), "purged 1000 of 1000 dead messages of topic t (100%), slot 1000 of 1000")
+}
+
+// A requeue cut short after its first step (here Ctrl-C, as the progress
+// line shows it) says how many dead messages it had moved: they stay moved.
+// (It said only "context canceled".)
+func TestCutRequeueSaysWhatItDidBefore(t *testing.T) {
+	b := testenv.Mini(t)
+	ns := testenv.Namespace(t, b)
+	seed(t, b, ns)
+	defer func(f func(io.Writer) bool) { isTerminal = f }(isTerminal)
+	isTerminal = func(io.Writer) bool { return true }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	stderr := &cutOnWrite{cut: cancel, when: " of 3 dead messages of topic renders"} // its first step
+	code := run(ctx, []string{"requeue", "renders", addrFlag(b), "-namespace", ns}, strings.NewReader(""), &out, stderr)
+	assert.Equal(t, exitError, code)
+	assert.Regexp(t, `requeued [12] dead messages? of topic renders before it failed \(run it again for the rest\): `, stderr.b.String())
+	assert.Contains(t, stderr.b.String(), "context canceled")
+	assert.Empty(t, out.String())
+}
+
+// cutOnWrite is a writer that calls cut once what it was given contains when.
+type cutOnWrite struct {
+	b    strings.Builder
+	cut  func()
+	when string
+}
+
+func (w *cutOnWrite) Write(p []byte) (int, error) {
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.when) {
+		w.cut()
+	}
+	return len(p), nil
 }
