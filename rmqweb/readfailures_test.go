@@ -90,3 +90,27 @@ func TestTopicPageDoesNotShowUnreadFiguresAsEmpty(t *testing.T) {
 		assert.NotEqual(t, "0", strings.TrimSpace(m[1]), "the dead count was not read")
 	}
 }
+
+// The topics' list says where a topic's breaker states could not be read,
+// as it says of its flow control; it showed nothing, as for a breaker
+// closed everywhere.
+func TestTopicsPageSaysABreakerStateIsUnread(t *testing.T) {
+	b := testenv.Mini(t)
+	seeded := seed(t, b)
+	rc := redis.NewClient(&redis.Options{Addr: b.Mini.Addr(), MaxRetries: -1})
+	defer rc.Close()
+	hook := &failAfter{topics: rdb.NewKeyspace(seeded.Namespace()).Topics()}
+	rc.AddHook(hook)
+	c, err := rmq.New(rc, rmq.WithNamespace(seeded.Namespace()))
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	base, hc := dashboard(t, c, rmqweb.Options{})
+
+	code, page := get(t, hc, base)
+	require.Equal(t, http.StatusOK, code)
+	assert.NotContains(t, page, `breaker <span class="error">unreadable</span>`, "read: no word")
+	hook.on.Store(true)
+	code, page = get(t, hc, base)
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 3, strings.Count(page, `breaker <span class="error">unreadable</span>`), "one per topic")
+}
