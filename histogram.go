@@ -72,6 +72,17 @@ func newHistogram(bounds []float64) *histogram {
 	return h
 }
 
+// restoredHistogram returns a histogram of bounds holding s, a snapshot of one of
+// the same bounds.
+func restoredHistogram(bounds []float64, s Histogram) *histogram {
+	h := newHistogram(bounds)
+	for i := range min(len(s.Counts), len(h.counts)) {
+		h.counts[i].Store(s.Counts[i])
+	}
+	h.sumUs.Store(int64(math.Round(s.Sum * 1e6)))
+	return h
+}
+
 // observe records d (negative counts as zero).
 func (h *histogram) observe(d time.Duration) {
 	ns := max(int64(d), 0)

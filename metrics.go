@@ -49,9 +49,21 @@ func (c *Client) Metrics() Metrics {
 		SendsAbandoned: m.send.Abandoned.Load(), SendWrites: m.send.Writes.Load(),
 		SendsWritten: m.send.Written.Load(), Panics: m.panics.Load(),
 		Fenced: m.fenced.Load(), RedisErrors: m.redisErrors.Load()}
-	c.topics.mu.RLock()
-	for _, tm := range c.topics.metrics {
+	c.topics.sumCalls(&out)
+	out.Delivered = out.Committed + out.Failed + out.NotOwner
+	return out
+}
+
+// sumCalls adds the delivery counts of every topic's metrics, a deleted
+// one's compact copy included (its nil shards count nothing), to out.
+func (c *topicCache) sumCalls(out *Metrics) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, tm := range c.metrics {
 		for _, cm := range tm.calls {
+			if cm == nil {
+				continue
+			}
 			out.Redelivered += cm.redelivered.Load()
 			out.Committed += cm.committed.Load()
 			out.Failed += cm.failed.Load()
@@ -59,7 +71,4 @@ func (c *Client) Metrics() Metrics {
 			out.Restored += cm.restored.Load()
 		}
 	}
-	c.topics.mu.RUnlock()
-	out.Delivered = out.Committed + out.Failed + out.NotOwner
-	return out
 }

@@ -282,7 +282,7 @@ func (f *statsFlusher) deleted(topic string, then TopicMetrics) {
 	if f.deletedTopics == nil {
 		f.deletedTopics = make(map[string]TopicMetrics)
 	}
-	f.deletedTopics[topic] = then
+	f.deletedTopics[topic] = lean(then)
 	f.mu.Unlock()
 	if f.pending != nil {
 		f.pending.Deltas = slices.DeleteFunc(f.pending.Deltas, func(d rdb.StatsDelta) bool { return d.Topic == topic })
@@ -290,6 +290,19 @@ func (f *statsFlusher) deleted(topic string, then TopicMetrics) {
 			f.pending = nil
 		}
 	}
+}
+
+// lean returns m without the counts of its empty histograms, which a flush
+// reads as zeros (deltaFields): what it keeps of a deleted topic, which a
+// client that makes and deletes topics of new names keeps of each.
+func lean(m TopicMetrics) TopicMetrics {
+	if m.Lateness.Count == 0 {
+		m.Lateness = Histogram{}
+	}
+	if m.ListenerDuration.Count == 0 {
+		m.ListenerDuration = Histogram{}
+	}
+	return m
 }
 
 // send adds the pending batch; it reports whether that is done.

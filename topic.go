@@ -158,10 +158,15 @@ func (c *topicCache) get(name string) *topicInfo {
 	return c.byName[name]
 }
 
+// drop forgets the entry of name, a topic deleted, and keeps a compact
+// copy of its metrics (topicMetrics.retire).
 func (c *topicCache) drop(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byName, name)
+	if m := c.metrics[name]; m != nil && !m.retired {
+		c.metrics[name] = m.retire()
+	}
 }
 
 // put returns the entry of t: the cached one if it agrees with t, else a
@@ -177,8 +182,12 @@ func (c *topicCache) put(keys rdb.Keyspace, t Topic) *topicInfo {
 		c.metrics = make(map[string]*topicMetrics)
 	}
 	m := c.metrics[t.Name]
-	if m == nil {
+	switch {
+	case m == nil:
 		m = newTopicMetrics()
+		c.metrics[t.Name] = m
+	case m.retired: // defined again: counting on from the deleted one's figures
+		m = m.revive()
 		c.metrics[t.Name] = m
 	}
 	ti := &topicInfo{Topic: t, slots: keys.Slots(t.Name, t.SlotAmount), wake: keys.WakeChannel(t.Name), metrics: m}

@@ -70,6 +70,11 @@ type TopicMetrics struct {
 type topicMetrics struct {
 	sent  atomic.Int64
 	calls [callShards]*callMetrics
+	// retired marks the compact copy kept of a deleted topic's metrics
+	// (retire): its counts in the first shard, or none when it counted no
+	// call, the other shards nil. Nothing records into it; a topic defined
+	// again under its name records into its revived copy (revive).
+	retired bool
 }
 
 // callShards is how many shards a topic's delivery metrics have.
@@ -101,24 +106,71 @@ type callTotals struct {
 	lateness, duration                                       Histogram
 }
 
-// totals sums the shards.
+// totals sums the shards (a retired copy's nil ones count nothing).
 func (tm *topicMetrics) totals() callTotals {
 	var t callTotals
-	for i, cm := range tm.calls {
+	first := true
+	for _, cm := range tm.calls {
+		if cm == nil {
+			continue
+		}
 		t.redelivered += cm.redelivered.Load()
 		t.committed += cm.committed.Load()
 		t.failed += cm.failed.Load()
 		t.notOwner += cm.notOwner.Load()
 		t.restored += cm.restored.Load()
 		t.dead += cm.dead.Load()
-		if i == 0 {
+		if first {
 			t.lateness, t.duration = cm.lateness.snapshot(), cm.duration.snapshot()
+			first = false
 		} else {
 			t.lateness.add(cm.lateness.snapshot())
 			t.duration.add(cm.duration.snapshot())
 		}
 	}
+	if first {
+		t.lateness, t.duration = newHistogram(LatenessBuckets).snapshot(), newHistogram(DurationBuckets).snapshot()
+	}
 	return t
+}
+
+// retire returns the compact copy of tm kept once its topic is deleted: a
+// client that makes and deletes topics of new names keeps a few hundred
+// bytes of each (with what its metrics flush keeps: lean), where the eight
+// shards of a live topic's metrics take about 7 KB. Its figures go on counting since New for a topic defined
+// again under the name (revive). What a Send racing the deletion records
+// into tm after the copy is not kept (stop the producers first: DeleteTopic).
+func (tm *topicMetrics) retire() *topicMetrics {
+	r := &topicMetrics{retired: true}
+	r.sent.Store(tm.sent.Load())
+	t := tm.totals()
+	if t.redelivered|t.committed|t.failed|t.notOwner|t.restored|t.dead != 0 || t.lateness.Count|t.duration.Count != 0 {
+		r.calls[0] = callMetricsOf(t)
+	}
+	return r
+}
+
+// revive returns the live metrics of a topic defined again whose deleted
+// predecessor's are r (retire): they go on from r's figures.
+func (r *topicMetrics) revive() *topicMetrics {
+	tm := newTopicMetrics()
+	tm.sent.Store(r.sent.Load())
+	if r.calls[0] != nil {
+		tm.calls[0] = callMetricsOf(r.totals()) // a copy: r stays as it was
+	}
+	return tm
+}
+
+// callMetricsOf returns a shard holding the figures t.
+func callMetricsOf(t callTotals) *callMetrics {
+	cm := &callMetrics{lateness: restoredHistogram(LatenessBuckets, t.lateness), duration: restoredHistogram(DurationBuckets, t.duration)}
+	cm.redelivered.Store(t.redelivered)
+	cm.committed.Store(t.committed)
+	cm.failed.Store(t.failed)
+	cm.notOwner.Store(t.notOwner)
+	cm.restored.Store(t.restored)
+	cm.dead.Store(t.dead)
+	return cm
 }
 
 // TopicMetrics returns the metrics of every topic this client sent to,

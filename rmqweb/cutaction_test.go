@@ -25,7 +25,7 @@ import (
 // context ends. (The page said only "context deadline exceeded", though
 // the first slot's message had moved.)
 func TestCutActionSaysWhatItDidBefore(t *testing.T) {
-	testenv.ForEach(t, func(t *testing.T, b testenv.Backend) {
+	testenv.ForEachAtOnce(t, func(t *testing.T, b testenv.Backend) {
 		for _, tc := range []struct {
 			action string
 			form   url.Values
