@@ -61,22 +61,31 @@ func (f *failAfter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
-// When the topic's figures cannot be read, its page says so where they go
-// and does not show them as zeros and empty lists ("No dead messages." for
-// a topic whose dead messages could not be read).
-func TestTopicPageDoesNotShowUnreadFiguresAsEmpty(t *testing.T) {
+// failingDashboard serves the dashboard of a seeded namespace on miniredis
+// through a client whose commands fail, but for the topics' definitions,
+// once hook is on.
+func failingDashboard(t *testing.T) (*rmq.Client, *failAfter, string, *http.Client) {
+	t.Helper()
 	b := testenv.Mini(t)
 	seeded := seed(t, b)
 	rc := redis.NewClient(&redis.Options{Addr: b.Mini.Addr(), MaxRetries: -1})
-	defer rc.Close()
+	t.Cleanup(func() { rc.Close() })
 	hook := &failAfter{topics: rdb.NewKeyspace(seeded.Namespace()).Topics()}
 	rc.AddHook(hook)
 	c, err := rmq.New(rc, rmq.WithNamespace(seeded.Namespace()))
 	require.NoError(t, err)
-	defer c.Close(context.Background())
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	base, hc := dashboard(t, c, rmqweb.Options{})
+	return c, hook, base, hc
+}
 
-	_, err = c.Topics(context.Background()) // the client's first reads (no backlog: it would be cached)
+// When the topic's figures cannot be read, its page says so where they go
+// and does not show them as zeros and empty lists ("No dead messages." for
+// a topic whose dead messages could not be read).
+func TestTopicPageDoesNotShowUnreadFiguresAsEmpty(t *testing.T) {
+	c, hook, base, hc := failingDashboard(t)
+
+	_, err := c.Topics(context.Background()) // the client's first reads (no backlog: it would be cached)
 	require.NoError(t, err)
 
 	hook.on.Store(true) // the topics' definitions still read: the page renders
@@ -95,16 +104,7 @@ func TestTopicPageDoesNotShowUnreadFiguresAsEmpty(t *testing.T) {
 // as it says of its flow control; it showed nothing, as for a breaker
 // closed everywhere.
 func TestTopicsPageSaysABreakerStateIsUnread(t *testing.T) {
-	b := testenv.Mini(t)
-	seeded := seed(t, b)
-	rc := redis.NewClient(&redis.Options{Addr: b.Mini.Addr(), MaxRetries: -1})
-	defer rc.Close()
-	hook := &failAfter{topics: rdb.NewKeyspace(seeded.Namespace()).Topics()}
-	rc.AddHook(hook)
-	c, err := rmq.New(rc, rmq.WithNamespace(seeded.Namespace()))
-	require.NoError(t, err)
-	defer c.Close(context.Background())
-	base, hc := dashboard(t, c, rmqweb.Options{})
+	_, hook, base, hc := failingDashboard(t)
 
 	code, page := get(t, hc, base)
 	require.Equal(t, http.StatusOK, code)
