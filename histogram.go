@@ -72,6 +72,12 @@ func newHistogram(bounds []float64) *histogram {
 	return h
 }
 
+// emptyHistogram returns the snapshot of a histogram of bounds that holds
+// nothing.
+func emptyHistogram(bounds []float64) Histogram {
+	return Histogram{Bounds: slices.Clone(bounds), Counts: make([]uint64, len(bounds)+1)}
+}
+
 // restoredHistogram returns a histogram of bounds holding s, a snapshot of one of
 // the same bounds.
 func restoredHistogram(bounds []float64, s Histogram) *histogram {

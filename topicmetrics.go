@@ -108,8 +108,7 @@ type callTotals struct {
 
 // totals sums the shards (a retired copy's nil ones count nothing).
 func (tm *topicMetrics) totals() callTotals {
-	var t callTotals
-	first := true
+	t := callTotals{lateness: emptyHistogram(LatenessBuckets), duration: emptyHistogram(DurationBuckets)}
 	for _, cm := range tm.calls {
 		if cm == nil {
 			continue
@@ -120,16 +119,8 @@ func (tm *topicMetrics) totals() callTotals {
 		t.notOwner += cm.notOwner.Load()
 		t.restored += cm.restored.Load()
 		t.dead += cm.dead.Load()
-		if first {
-			t.lateness, t.duration = cm.lateness.snapshot(), cm.duration.snapshot()
-			first = false
-		} else {
-			t.lateness.add(cm.lateness.snapshot())
-			t.duration.add(cm.duration.snapshot())
-		}
-	}
-	if first {
-		t.lateness, t.duration = newHistogram(LatenessBuckets).snapshot(), newHistogram(DurationBuckets).snapshot()
+		t.lateness.add(cm.lateness.snapshot())
+		t.duration.add(cm.duration.snapshot())
 	}
 	return t
 }
@@ -137,9 +128,10 @@ func (tm *topicMetrics) totals() callTotals {
 // retire returns the compact copy of tm kept once its topic is deleted: a
 // client that makes and deletes topics of new names keeps a few hundred
 // bytes of each (with what its metrics flush keeps: lean), where the eight
-// shards of a live topic's metrics take about 7 KB. Its figures go on counting since New for a topic defined
-// again under the name (revive). What a Send racing the deletion records
-// into tm after the copy is not kept (stop the producers first: DeleteTopic).
+// shards of a live topic's metrics take about 7 KB. Its figures go on
+// counting since New for a topic defined again under the name (revive).
+// What a Send racing the deletion records into tm after the copy is not
+// kept (stop the producers first: DeleteTopic).
 func (tm *topicMetrics) retire() *topicMetrics {
 	r := &topicMetrics{retired: true}
 	r.sent.Store(tm.sent.Load())
